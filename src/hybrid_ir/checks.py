@@ -1,0 +1,130 @@
+"""Reproduced scores against expected bands, in the style of pyserini's two-click reproductions.
+
+An expected-scores file names a collection and its topic set, then for each run and qrels set
+the expected value and tolerance of each metric, and for each index its expected statistics::
+
+    collection: scifact
+    topics: test
+    runs:
+      bm25-flat:
+        test:
+          nDCG@10: {value: 0.6789, tolerance: 0.00005}
+    indexes:
+      bm25-flat:
+        documents: {value: 5183, tolerance: 0}
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from dataclasses import astuple, dataclass, fields
+from pathlib import Path
+
+from hybrid_ir import paths
+from hybrid_ir.errors import CheckFailed
+from hybrid_ir.formats import atomic_output
+
+
+@dataclass(frozen=True)
+class Check:
+    """One expected number and the file its reproduced value is read from."""
+
+    collection: str
+    run: str
+    metric: str
+    expected: float
+    tolerance: float
+    source: str
+    key: str
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    collection: str
+    run: str
+    metric: str
+    expected: float
+    actual: float
+    tolerance: float
+    status: str
+
+
+def checks_from_expected(document: dict) -> Iterator[Check]:
+    """Every check an expected-scores document asks for, with the artifact it reads."""
+    collection, topic_set = document["collection"], document.get("topics", "")
+    for run, by_qrels in document.get("runs", {}).items():
+        for qrels_set, metrics in by_qrels.items():
+            source = paths.evaluation(collection, topic_set, run, qrels_set)
+            for metric, band in metrics.items():
+                label = f"{run} ({qrels_set} qrels)"
+                yield Check(
+                    collection, label, metric, band["value"], band["tolerance"], source, metric
+                )
+    for index, statistics in document.get("indexes", {}).items():
+        source = paths.index_stats(collection, index)
+        for statistic, band in statistics.items():
+            label = f"{index} (index)"
+            yield Check(
+                collection, label, statistic, band["value"], band["tolerance"], source, statistic
+            )
+
+
+def _reproduced(check: Check, root: Path) -> float:
+    with open(root / check.source, encoding="utf-8") as handle:
+        artifact = json.load(handle)
+    values = artifact.get("aggregate", artifact)
+    return float(values[check.key])
+
+
+def run_checks(documents: list[dict], root: str | Path = ".") -> list[CheckResult]:
+    results = []
+    for document in documents:
+        for check in checks_from_expected(document):
+            actual = _reproduced(check, Path(root))
+            # A relative slack of 1e-9 absorbs float noise when the band is exactly +-tolerance.
+            passed = abs(actual - check.expected) <= check.tolerance + 1e-9
+            results.append(
+                CheckResult(
+                    check.collection,
+                    check.run,
+                    check.metric,
+                    check.expected,
+                    actual,
+                    check.tolerance,
+                    "PASS" if passed else "FAIL",
+                )  # fmt: skip
+            )
+    return results
+
+
+def write_summary(results: list[CheckResult], path: str | Path) -> None:
+    with atomic_output(path) as out:
+        writer = csv.writer(out, delimiter="\t", lineterminator="\n")
+        writer.writerow([field.name for field in fields(CheckResult)])
+        for result in results:
+            row = list(astuple(result))
+            row[4] = f"{result.actual:.6f}"
+            writer.writerow(row)
+
+
+def read_summary(path: str | Path) -> list[dict]:
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
+def assert_all_passed(summary_path: str | Path) -> int:
+    """Raise :class:`CheckFailed` naming every failed check; return how many passed."""
+    rows = read_summary(summary_path)
+    failed = [row for row in rows if row["status"] != "PASS"]
+    if failed:
+        described = "; ".join(
+            f"{row['collection']} {row['run']} {row['metric']}: expected {row['expected']} "
+            f"+- {row['tolerance']}, got {row['actual']}"
+            for row in failed
+        )
+        raise CheckFailed(
+            f"{len(failed)} of {len(rows)} checks failed ({summary_path}): {described}"
+        )
+    return len(rows)

@@ -1,0 +1,160 @@
+"""The ``hybrid-ir`` command: the package's steps outside Snakemake, for one's own files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from hybrid_ir.errors import HybridIRError
+
+
+def _manifest(args: argparse.Namespace) -> None:
+    from hybrid_ir.fetch import manifest_from_sources, write_manifest
+
+    mirror = Path(args.sources).resolve().parent
+    entries = manifest_from_sources(args.sources, mirror)
+    write_manifest(entries, args.output)
+    print(f"{len(entries)} files written to {args.output}")
+
+
+def _fetch(args: argparse.Namespace) -> None:
+    from hybrid_ir import paths
+    from hybrid_ir.fetch import fetch, load_manifest, mirror_root
+
+    manifest = load_manifest(args.manifest)
+    for path in args.paths:
+        if path not in manifest:
+            raise HybridIRError(f"{path} is not in the manifest {args.manifest}")
+        destination = Path(args.output_dir) / path if args.output_dir else Path(paths.raw(path))
+        source = fetch(manifest[path], mirror_root(args.mirror), destination)
+        print(f"{path}: verified, from {source}")
+
+
+def _convert(args: argparse.Namespace) -> None:
+    from hybrid_ir.collections import convert, get_reader
+
+    get_reader(args.reader)
+    sources = dict(pair.split("=", 1) for pair in args.source)
+    out = Path(args.output_dir)
+    outputs = {}
+    if not args.no_corpus:
+        outputs["corpus"] = out / "corpus.jsonl"
+    outputs |= {f"topics_{s}": out / "topics" / f"{s}.jsonl" for s in args.topics}
+    outputs |= {f"qrels_{s}": out / "qrels" / f"{s}.qrels" for s in args.qrels}
+    outputs |= {f"table_{s}": out / "tables" / f"{s}.tsv" for s in args.tables}
+    for name, count in convert(args.reader, sources, outputs).items():
+        print(f"{name}: {count}")
+
+
+def _index(args: argparse.Namespace) -> None:
+    from hybrid_ir.index import build_bm25_index
+
+    stats = build_bm25_index(args.corpus, args.index, args.layout, threads=args.threads)
+    print(json.dumps(stats, sort_keys=True))
+
+
+def _search(args: argparse.Namespace) -> None:
+    from hybrid_ir.search import bm25_search
+
+    lines = bm25_search(
+        args.index, args.topics, args.output, layout=args.layout, k1=args.k1, b=args.b,
+        hits=args.hits, remove_query=args.remove_query, query_fields=args.query_fields,
+        tag=args.tag, threads=args.threads,
+    )  # fmt: skip
+    print(f"{lines} lines written to {args.output}")
+
+
+def _evaluate(args: argparse.Namespace) -> None:
+    from hybrid_ir.evaluate import evaluate_files
+
+    for run in args.run:
+        aggregate, _ = evaluate_files(args.qrels, run, args.measures)
+        cells = "  ".join(f"{name}={value:.4f}" for name, value in aggregate.items())
+        print(f"{run}  {cells}")
+
+
+def _check(args: argparse.Namespace) -> None:
+    from hybrid_ir.checks import assert_all_passed
+
+    print(f"all {assert_all_passed(args.summary)} checks passed")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hybrid-ir", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    manifest = commands.add_parser(
+        "manifest", help="rebuild the raw-file manifest from a mirror's SOURCES.md"
+    )
+    manifest.add_argument("sources", help="SOURCES.md at the root of the mirror's data folder")
+    manifest.add_argument("-o", "--output", default="workflow/resources/manifest.tsv")
+    manifest.set_defaults(handler=_manifest)
+
+    fetch = commands.add_parser(
+        "fetch", help="copy raw files from the mirror (or download them) and verify sha256"
+    )
+    fetch.add_argument("paths", nargs="+", help="manifest paths, e.g. cf/original/cfquery")
+    fetch.add_argument("--manifest", default="workflow/resources/manifest.tsv")
+    fetch.add_argument("--mirror", default=None, help="mirror folder (default: $HYBRID_IR_MIRROR)")
+    fetch.add_argument("--output-dir", default=None, help="default: results/raw")
+    fetch.set_defaults(handler=_fetch)
+
+    convert = commands.add_parser("convert", help="convert a raw collection to canonical files")
+    convert.add_argument("reader", help="reader name, e.g. cf, beir, scifact_allenai_csv")
+    convert.add_argument("--source", action="append", default=[], metavar="ROLE=PATH")
+    convert.add_argument("--topics", nargs="*", default=[], help="topic set names")
+    convert.add_argument("--qrels", nargs="*", default=[], help="qrels set names")
+    convert.add_argument("--tables", nargs="*", default=[], help="extra table names")
+    convert.add_argument("--no-corpus", action="store_true", help="the reader has no corpus")
+    convert.add_argument("-o", "--output-dir", required=True)
+    convert.set_defaults(handler=_convert)
+
+    index = commands.add_parser("index", help="build a Lucene BM25 index from corpus JSONL")
+    index.add_argument("corpus")
+    index.add_argument("index")
+    index.add_argument("--layout", choices=["flat", "multifield"], default="flat")
+    index.add_argument("--threads", type=int, default=1)
+    index.set_defaults(handler=_index)
+
+    search = commands.add_parser("search", help="BM25 top-k run (TREC format) for topics JSONL")
+    search.add_argument("index")
+    search.add_argument("topics")
+    search.add_argument("-o", "--output", required=True)
+    search.add_argument("--layout", choices=["flat", "multifield"], default="flat")
+    search.add_argument("--k1", type=float, default=0.9)
+    search.add_argument("--b", type=float, default=0.4)
+    search.add_argument("--hits", type=int, default=1000)
+    search.add_argument("--remove-query", action="store_true")
+    search.add_argument("--query-fields", nargs="+", default=["title", "text"])
+    search.add_argument("--tag", default="bm25")
+    search.add_argument("--threads", type=int, default=1)
+    search.set_defaults(handler=_search)
+
+    evaluate = commands.add_parser(
+        "evaluate", help="evaluate TREC runs (trec_eval -c semantics, ir_measures names)"
+    )
+    evaluate.add_argument("--qrels", required=True)
+    evaluate.add_argument("--run", nargs="+", required=True)
+    evaluate.add_argument("--measures", nargs="+", default=["nDCG@10", "R@100", "R@1000"])
+    evaluate.set_defaults(handler=_evaluate)
+
+    check = commands.add_parser("check", help="fail unless every expected-score check passed")
+    check.add_argument("summary", nargs="?", default="results/checks/summary.tsv")
+    check.set_defaults(handler=_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.handler(args)
+    except HybridIRError as error:
+        print(f"hybrid-ir error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

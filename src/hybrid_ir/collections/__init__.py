@@ -1,0 +1,101 @@
+"""Readers that turn each raw collection into the canonical formats of :mod:`hybrid_ir.formats`.
+
+A reader is a function ``read(sources: Mapping[str, Path]) -> Collection`` registered under a
+name with :func:`reader`. ``sources`` maps the role names a reader documents (``corpus``,
+``queries``, ``qrels_test``...) to local, checksum-verified raw files. Nothing downstream of a
+reader knows where a collection came from.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from hybrid_ir.errors import ConfigError
+from hybrid_ir.formats import Judgment, write_qrels, write_records, write_table
+
+
+@dataclass
+class Collection:
+    """A collection in canonical form.
+
+    ``docs`` may be lazy (a generator) and is ``None`` when the raw corpus is not distributed
+    (NTCIR-12 Wiki-Formula topics and qrels only). ``topics`` and ``qrels`` map a set name
+    (``test``, ``arqmath1``...) to its records. ``tables`` holds extra per-topic or
+    per-judgment tables (e.g. CF per-judge scores, ARQMath topic labels) as lists of dicts that
+    share their keys.
+    """
+
+    docs: Iterable[dict] | None
+    topics: dict[str, list[dict]] = field(default_factory=dict)
+    qrels: dict[str, list[Judgment]] = field(default_factory=dict)
+    tables: dict[str, list[dict]] = field(default_factory=dict)
+
+
+Reader = Callable[[Mapping[str, Path]], Collection]
+
+_READERS: dict[str, Reader] = {}
+
+# Modules whose import registers readers; imported lazily so that light commands stay light.
+_READER_MODULES = (
+    "hybrid_ir.collections.cf",
+    "hybrid_ir.collections.beir",
+    "hybrid_ir.collections.arqmath",
+    "hybrid_ir.collections.ntcir",
+)
+
+
+def reader(name: str) -> Callable[[Reader], Reader]:
+    """Register a reader function under ``name`` (the ``reader:`` key of a collection)."""
+
+    def register(function: Reader) -> Reader:
+        _READERS[name] = function
+        return function
+
+    return register
+
+
+def get_reader(name: str) -> Reader:
+    for module in _READER_MODULES:
+        importlib.import_module(module)
+    if name not in _READERS:
+        known = ", ".join(sorted(_READERS))
+        raise ConfigError(f"unknown collection reader {name!r}; known readers: {known}")
+    return _READERS[name]
+
+
+def convert(reader_name: str, sources: Mapping[str, Path], outputs: Mapping[str, Path]) -> dict:
+    """Read a raw collection and write every canonical file named in ``outputs``.
+
+    ``outputs`` keys are ``corpus``, ``topics_<set>``, ``qrels_<set>`` and ``table_<set>``; the
+    sets the reader returns must be exactly the configured ones, so that a typo in the
+    configuration fails here instead of producing a missing file later. Returns the counts.
+    """
+    collection = get_reader(reader_name)({role: Path(path) for role, path in sources.items()})
+    produced = {f"topics_{name}" for name in collection.topics}
+    produced |= {f"qrels_{name}" for name in collection.qrels}
+    produced |= {f"table_{name}" for name in collection.tables}
+    if collection.docs is not None:
+        produced.add("corpus")
+    if produced != set(outputs):
+        raise ConfigError(
+            f"reader {reader_name!r} produces {sorted(produced)} but the configuration asks for "
+            f"{sorted(outputs)}; set the collection's corpus/topics/qrels/tables to match"
+        )
+    counts = {}
+    for key, path in outputs.items():
+        kind, _, name = key.partition("_")
+        if kind == "corpus":
+            documents = tqdm(collection.docs, desc="documents", mininterval=5)
+            counts[key] = write_records(path, documents)
+        elif kind == "topics":
+            counts[key] = write_records(path, collection.topics[name])
+        elif kind == "qrels":
+            counts[key] = write_qrels(path, collection.qrels[name])
+        else:
+            counts[key] = write_table(path, collection.tables[name])
+    return counts

@@ -1,0 +1,193 @@
+"""The canonical intermediate formats, one each, and their readers and writers.
+
+* corpus: JSON Lines, one document per line, keys ``id``, ``title``, ``text`` plus optional fields;
+* topics: JSON Lines, one topic per line, keys ``id``, ``title``, ``text`` plus optional fields;
+* qrels: TREC format ``qid 0 docid relevance`` with integer relevance;
+* runs: TREC format ``qid Q0 docid rank score tag``.
+
+Every writer goes through :func:`atomic_output`, so an interrupted or failed step never leaves a
+half-written file under the final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from hybrid_ir.errors import InputFormatError
+
+REQUIRED_KEYS = ("id", "title", "text")
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | Path, mode: str = "w") -> Iterator[IO]:
+    """Open a temporary sibling of ``path`` and rename it to ``path`` only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+            yield handle
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+
+
+def open_text(path: str | Path) -> IO[str]:
+    """Open a text file for reading, transparently decompressing ``.gz``."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def write_records(path: str | Path, records: Iterable[dict]) -> int:
+    """Write corpus or topic records as JSON Lines; return how many were written."""
+    count = 0
+    with atomic_output(path) as out:
+        for record in records:
+            missing = [key for key in REQUIRED_KEYS if key not in record]
+            if missing:
+                raise ValueError(f"record {record.get('id')!r} lacks {', '.join(missing)}")
+            out.write(json.dumps(record, ensure_ascii=False, sort_keys=False) + "\n")
+            count += 1
+    return count
+
+
+def read_records(path: str | Path) -> Iterator[dict]:
+    """Read canonical corpus or topic JSON Lines, checking the required keys line by line."""
+    with open_text(path) as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise InputFormatError(path, line_number, f"invalid JSON: {error.msg}") from None
+            missing = [key for key in REQUIRED_KEYS if key not in record]
+            if missing:
+                raise InputFormatError(path, line_number, f"missing key(s) {', '.join(missing)}")
+            yield record
+
+
+@dataclass(frozen=True, order=True)
+class Judgment:
+    """One line of a qrels file."""
+
+    query_id: str
+    doc_id: str
+    relevance: int
+
+
+def write_qrels(path: str | Path, judgments: Iterable[Judgment]) -> int:
+    count = 0
+    with atomic_output(path) as out:
+        for judgment in judgments:
+            out.write(f"{judgment.query_id} 0 {judgment.doc_id} {judgment.relevance}\n")
+            count += 1
+    return count
+
+
+def parse_relevance(value: str, path: str | Path, line_number: int) -> int:
+    """Relevance as an integer; integral floats such as ``3.0`` are accepted as such."""
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        number = float(value)
+    except ValueError:
+        raise InputFormatError(path, line_number, f"relevance {value!r} is not a number") from None
+    if not number.is_integer():
+        raise InputFormatError(path, line_number, f"relevance {value!r} is not integral")
+    return int(number)
+
+
+def read_qrels(path: str | Path) -> list[Judgment]:
+    """Read a TREC qrels file (``qid iter docid rel``, whitespace separated)."""
+    judgments = []
+    with open_text(path) as handle:
+        for line_number, line in enumerate(handle, start=1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) != 4:
+                raise InputFormatError(
+                    path, line_number, f"expected 4 fields (qid iter docid rel), got {len(fields)}"
+                )
+            query_id, _, doc_id, relevance = fields
+            judgments.append(
+                Judgment(query_id, doc_id, parse_relevance(relevance, path, line_number))
+            )
+    return judgments
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """One line of a TREC run."""
+
+    query_id: str
+    doc_id: str
+    rank: int
+    score: float
+    tag: str
+
+
+def write_run(path: str | Path, entries: Iterable[RunEntry]) -> int:
+    count = 0
+    with atomic_output(path) as out:
+        for entry in entries:
+            out.write(
+                f"{entry.query_id} Q0 {entry.doc_id} {entry.rank} {entry.score:.6f} {entry.tag}\n"
+            )
+            count += 1
+    return count
+
+
+def read_run(path: str | Path) -> list[RunEntry]:
+    """Read a TREC run file (``qid Q0 docid rank score tag``)."""
+    entries = []
+    with open_text(path) as handle:
+        for line_number, line in enumerate(handle, start=1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) != 6:
+                raise InputFormatError(
+                    path,
+                    line_number,
+                    f"expected 6 fields (qid Q0 docid rank score tag), got {len(fields)}",
+                )
+            query_id, _, doc_id, rank, score, tag = fields
+            try:
+                entries.append(RunEntry(query_id, doc_id, int(rank), float(score), tag))
+            except ValueError:
+                raise InputFormatError(
+                    path, line_number, f"rank {rank!r} or score {score!r} is not a number"
+                ) from None
+    return entries
+
+
+def write_table(path: str | Path, rows: list[dict]) -> int:
+    """Write rows sharing their keys as a tab-separated table with a header line."""
+    columns = list(rows[0]) if rows else []
+    with atomic_output(path) as out:
+        out.write("\t".join(columns) + "\n")
+        for row in rows:
+            out.write("\t".join(_cell(row[column]) for column in columns) + "\n")
+    return len(rows)
+
+
+def _cell(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, list | dict) else str(value)
+    return text.replace("\t", " ").replace("\n", " ")

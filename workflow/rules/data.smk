@@ -1,0 +1,37 @@
+rule fetch_raw:
+    output:
+        "results/raw/{path}",
+    params:
+        entry=lambda wildcards: MANIFEST[wildcards.path],
+        mirror=MIRROR,
+    log:
+        "results/logs/fetch/{path}.log",
+    wildcard_constraints:
+        path=alternatives(MANIFEST),
+    localrule: True
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/fetch_raw.py"
+
+
+for _name in COLLECTIONS:
+
+    rule:
+        name:
+            f"convert_{_name}"
+        input:
+            **sources_of(_name),
+        output:
+            **converted_outputs(_name),
+        params:
+            collection=_name,
+            reader=COLLECTIONS[_name]["reader"],
+        log:
+            f"results/logs/convert/{_name}.log",
+        benchmark:
+            f"results/benchmarks/convert/{_name}.tsv"
+        conda:
+            CONDA_ENV
+        script:
+            "../scripts/convert_collection.py"

@@ -1,0 +1,16 @@
+rule evaluate_run:
+    input:
+        run=paths.run("{collection}", "{topics}", "{system}"),
+        qrels=paths.qrels("{collection}", "{qrels}"),
+    output:
+        paths.evaluation("{collection}", "{topics}", "{system}", "{qrels}"),
+    params:
+        measures=lambda w: measures_for(w.collection, w.system, w.qrels),
+    log:
+        "results/logs/eval/{collection}/{topics}/{system}.{qrels}.log",
+    wildcard_constraints:
+        system="bm25-(flat|multifield)",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/evaluate_run.py"

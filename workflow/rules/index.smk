@@ -1,0 +1,17 @@
+rule bm25_index:
+    input:
+        corpus=paths.corpus("{collection}"),
+    output:
+        index=directory(paths.index("{collection}", "bm25-{layout}")),
+        stats=paths.index_stats("{collection}", "bm25-{layout}"),
+    params:
+        layout="{layout}",
+    threads: BM25.get("index_threads", 1)
+    log:
+        "results/logs/index/{collection}/bm25-{layout}.log",
+    benchmark:
+        "results/benchmarks/index/{collection}/bm25-{layout}.tsv"
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/bm25_index.py"

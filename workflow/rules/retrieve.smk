@@ -1,0 +1,34 @@
+rule bm25_search:
+    input:
+        index=paths.index("{collection}", "bm25-{layout}"),
+        topics=paths.topics("{collection}", "{topics}"),
+    output:
+        run=paths.run("{collection}", "{topics}", "bm25-{layout}"),
+    params:
+        layout="{layout}",
+        k1=BM25["k1"],
+        b=BM25["b"],
+        hits=BM25["hits"],
+        remove_query=lambda w: BM25["experiments"][w.collection].get("remove_query", False),
+        query_fields=lambda w: BM25["experiments"][w.collection].get(
+            "query_fields", ["title", "text"]
+        ),
+        tag="bm25-{layout}",
+    threads: BM25.get("threads", 1)
+    log:
+        "results/logs/runs/{collection}/{topics}/bm25-{layout}.log",
+    benchmark:
+        "results/benchmarks/runs/{collection}/{topics}/bm25-{layout}.tsv"
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/bm25_search.py"
+
+
+for _name in BM25["experiments"]:
+
+    rule:
+        name:
+            f"bm25_{_name}"
+        input:
+            bm25_evaluations(_name),

@@ -1,0 +1,44 @@
+rule bm25_table:
+    input:
+        evaluations=[e for name in BM25["experiments"] for e in bm25_evaluations(name)],
+        expected=config["expected"],
+    output:
+        markdown="results/tables/bm25.md",
+        csv="results/tables/bm25.csv",
+    params:
+        experiments=BM25["experiments"],
+        k1=BM25["k1"],
+        b=BM25["b"],
+    log:
+        "results/logs/tables/bm25.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/bm25_table.py"
+
+
+rule check_scores:
+    input:
+        artifacts=expected_artifacts(),
+        expected=config["expected"],
+    output:
+        "results/checks/summary.tsv",
+    log:
+        "results/logs/checks/summary.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/check_scores.py"
+
+
+rule assert_scores:
+    input:
+        "results/checks/summary.tsv",
+    output:
+        touch("results/checks/passed"),
+    log:
+        "results/logs/checks/passed.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/assert_scores.py"

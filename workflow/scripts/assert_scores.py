@@ -1,0 +1,14 @@
+"""Snakemake adapter: fail the workflow when any expected-score check failed."""
+
+import logging
+
+from hybrid_ir.checks import assert_all_passed
+from hybrid_ir.logged import run_step
+
+
+def main():
+    passed = assert_all_passed(snakemake.input[0])  # noqa: F821
+    logging.info("all %d checks passed", passed)
+
+
+run_step(snakemake.log[0], main)  # noqa: F821

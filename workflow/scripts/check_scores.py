@@ -1,0 +1,17 @@
+"""Snakemake adapter: compare reproduced scores with their expected bands (summary table)."""
+
+import logging
+
+from hybrid_ir.checks import run_checks, write_summary
+from hybrid_ir.config import load_expected
+from hybrid_ir.logged import run_step
+
+
+def main():
+    results = run_checks(load_expected(list(snakemake.input.expected)))  # noqa: F821
+    write_summary(results, snakemake.output[0])  # noqa: F821
+    for result in results:
+        logging.info("%s", result)
+
+
+run_step(snakemake.log[0], main)  # noqa: F821

@@ -1,0 +1,15 @@
+"""Snakemake adapter: fetch one raw file from the mirror or its pinned URL, verified."""
+
+import logging
+
+from hybrid_ir.fetch import fetch
+from hybrid_ir.logged import run_step
+
+
+def main():
+    entry = snakemake.params.entry  # noqa: F821
+    source = fetch(entry, snakemake.params.mirror, snakemake.output[0])  # noqa: F821
+    logging.info("fetched %s from %s (sha256 %s verified)", entry.path, source, entry.sha256)
+
+
+run_step(snakemake.log[0], main)  # noqa: F821
