@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from hybrid_ir.errors import FetchError, InputFormatError
-from hybrid_ir.formats import atomic_output
+from hybrid_ir.formats import atomic_output, make_readable
 
 MIRROR_ENVIRONMENT_VARIABLE = "HYBRID_IR_MIRROR"
 RAW_URL = "https://raw.githubusercontent.com/{repository}/{commit}/{path}"
@@ -114,6 +114,7 @@ def fetch(
                 f"checksum mismatch for {entry.path} (from {source}): expected sha256 "
                 f"{entry.sha256}, got {actual}; get the original from {entry.where_to_get_it()}"
             )
+        make_readable(staging)
         os.replace(staging, destination)
         return source
     finally:

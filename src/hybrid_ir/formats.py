@@ -36,11 +36,19 @@ def atomic_output(path: str | Path, mode: str = "w") -> Iterator[IO]:
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
             yield handle
+        make_readable(tmp_name)
         os.replace(tmp_name, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
+
+
+def make_readable(path: str | Path) -> None:
+    """Give a temporary file the permissions a plainly created file would have (umask)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
 
 
 def open_text(path: str | Path) -> IO[str]:

@@ -92,7 +92,9 @@ def write_markdown(rows: list[ScoreRow], path: str | Path, title: str, notes: li
         block = [row for row in rows if row.collection == collection]
         metrics = list(dict.fromkeys((row.qrels, row.metric) for row in block))
         lines += [f"## {collection} ({block[0].topics} topics)", ""]
-        header = ["run"] + [f"{metric} ({qrels}) ours | expected" for qrels, metric in metrics]
+        header = ["run"]
+        for qrels, metric in metrics:
+            header += [f"{metric} ({qrels})", "expected"]
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "---|" * (1 + 2 * len(metrics)))
         for run in dict.fromkeys(row.run for row in block):

@@ -11,6 +11,7 @@ def main():
         snakemake.params.reader,  # noqa: F821
         dict(snakemake.input.items()),  # noqa: F821
         dict(snakemake.output.items()),  # noqa: F821
+        label=f"collections.{snakemake.params.collection}",  # noqa: F821
     )
     for name, count in counts.items():
         logging.info("%s: %d records", name, count)

@@ -68,7 +68,12 @@ def get_reader(name: str) -> Reader:
     return _READERS[name]
 
 
-def convert(reader_name: str, sources: Mapping[str, Path], outputs: Mapping[str, Path]) -> dict:
+def convert(
+    reader_name: str,
+    sources: Mapping[str, Path],
+    outputs: Mapping[str, Path],
+    label: str = "collection",
+) -> dict:
     """Read a raw collection and write every canonical file named in ``outputs``.
 
     ``outputs`` keys are ``corpus``, ``topics_<set>``, ``qrels_<set>`` and ``table_<set>``; the
@@ -83,8 +88,8 @@ def convert(reader_name: str, sources: Mapping[str, Path], outputs: Mapping[str,
         produced.add("corpus")
     if produced != set(outputs):
         raise ConfigError(
-            f"reader {reader_name!r} produces {sorted(produced)} but the configuration asks for "
-            f"{sorted(outputs)}; set the collection's corpus/topics/qrels/tables to match"
+            f"{label}: reader {reader_name!r} produces {sorted(produced)} but the configuration "
+            f"asks for {sorted(outputs)}; set the collection's corpus/topics/qrels/tables to match"
         )
     counts = {}
     for key, path in outputs.items():

@@ -1,0 +1,613 @@
+"""ARQMath (Math StackExchange answer retrieval, CLEF 2020-2022): collection, topics, qrels, labels.
+
+Two readers share one HTML renderer, so a document reads the same whichever official format it
+came from:
+
+* ``arqmath_html``: the ARQMath HTML thread pages (one ``<questionid>_<answerid>.html`` page per
+  answer, as in the MathDowsers ``html_minimal`` sample), from a ``.tar.gz`` or a directory;
+* ``arqmath_posts_xml``: the Math StackExchange dump format ``Posts.xml``. ARQMath's copy wraps
+  each formula in a ``math-container`` span with a formula id (so does the approach0
+  ``sample.xml`` it is tested on, a 13-row excerpt whose titles hold spans too); the raw
+  Stack Exchange dump has bare ``$...$``/``$$...$$`` instead. Both are read.
+
+Both emit one document per answer: ``id`` (answer post id), ``title`` (question title),
+``text`` (answer body), ``question_id``, ``question`` (question body), ``tags`` and
+``formulas``; the Posts.xml reader adds ``score`` and ``accepted`` where the dump has them.
+Bodies become plain text, one line per HTML block, each formula written ``$<latex>$``.
+``formulas`` lists ``{"id", "latex"}`` for the title, question and answer formulas in that
+order; ``id`` is the ARQMath formula id of the ``math-container`` span, ``None`` where the
+source has none (raw ``$...$`` text, some unconverted spans).
+
+Roles: ``threads`` (HTML reader) or ``posts`` (Posts.xml reader); optionally, for any set name
+such as ``arqmath1``/``arqmath2``: ``topics_<set>`` (Task-1 topics XML), ``qrels_<set>`` (TREC
+qrels) and ``labels_<set>`` (topic labels: MathDowsers ``.json`` or ARQMath ``.csv``). The
+labels of all sets go to the ``topic_labels`` table with columns ``topic_id``, ``set``,
+``category``, ``difficulty``, ``dependency``; values are kept as the organisers wrote them,
+which differ between years (ARQMath-1: Easy/Medium/Hard and Computation; ARQMath-2:
+Low/Medium/High and Calculation).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import re
+import tarfile
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+
+from hybrid_ir.collections import Collection, reader
+from hybrid_ir.errors import ConfigError, InputFormatError
+from hybrid_ir.formats import Judgment, open_text, read_qrels
+
+logger = logging.getLogger(__name__)
+
+_MATH_CLASS = "math-container"
+_BLOCK_TAGS = frozenset(
+    "address blockquote br dd div dl dt h1 h2 h3 h4 h5 h6 hr li ol p pre table td th tr ul".split()
+)
+# MathJax-style math that is not wrapped in a span (raw dumps); ``\$`` is a literal dollar.
+_LOOSE_MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$(.+?)(?<!\\)\$", re.DOTALL)
+_WHITESPACE = re.compile(r"\s+")
+# A MathML element with its children; only the opening tag (with ``alttext``) is kept.
+_MATHML = re.compile(r"""(<math\b(?:[^>"']|"[^"]*"|'[^']*')*>).*?</math>""", re.DOTALL)
+_OPTIONAL_ROLE = re.compile(r"(topics|qrels|labels)_(\w+)")
+_QUESTION, _ANSWER = "1", "2"
+
+
+# --------------------------------------------------------------------------- HTML rendering
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """An HTML fragment as plain text plus the formulas it contains, in reading order."""
+
+    text: str
+    formulas: list[dict]
+
+
+@dataclass
+class _OpenFormula:
+    """A ``math-container`` span being read; nested spans and MathML are tracked by depth."""
+
+    formula_id: str | None
+    span_depth: int = 1
+    math_depth: int = 0
+    alttext: str | None = None
+    chars: list[str] = field(default_factory=list)
+
+
+def _is_math_container(attributes: Mapping[str, str | None]) -> bool:
+    return _MATH_CLASS in (attributes.get("class") or "").split()
+
+
+def _strip_delimiters(latex: str) -> str:
+    """LaTeX without its ``$$...$$`` or ``$...$`` delimiters (Posts.xml keeps them in spans)."""
+    latex = latex.strip()
+    for delimiter in ("$$", "$"):
+        size = len(delimiter)
+        if len(latex) > 2 * size and latex.startswith(delimiter) and latex.endswith(delimiter):
+            return latex[size:-size].strip()
+    return latex
+
+
+class _MathTextBuilder:
+    """Collects the HTML events of one fragment and renders them as text with ``$latex$``.
+
+    A formula is a ``math-container`` span: its LaTeX is the ``alttext`` of the MathML inside
+    (HTML threads) or else the span's own text (Posts.xml, and spans LaTeXML could not convert).
+    The MathML's presentation glyphs are dropped. Text outside spans may still hold ``$...$``
+    math (raw dumps); that is recognised when rendering.
+    """
+
+    def __init__(self) -> None:
+        self._parts: list[str | dict | None] = []  # text, a formula, or None for a block break
+        self._open: _OpenFormula | None = None
+
+    def start(self, tag: str, attributes: Mapping[str, str | None]) -> None:
+        formula = self._open
+        if formula is None:
+            if tag == "span" and _is_math_container(attributes):
+                self._open = _OpenFormula(attributes.get("id"))
+            elif tag in _BLOCK_TAGS:
+                self._parts.append(None)
+        elif tag == "span":
+            formula.span_depth += 1
+            if formula.formula_id is None and _is_math_container(attributes):
+                formula.formula_id = attributes.get("id")
+        elif tag == "math":
+            formula.math_depth += 1
+            if formula.alttext is None:
+                formula.alttext = attributes.get("alttext")
+
+    def end(self, tag: str) -> None:
+        formula = self._open
+        if formula is None:
+            if tag in _BLOCK_TAGS:
+                self._parts.append(None)
+        elif tag == "math":
+            formula.math_depth = max(formula.math_depth - 1, 0)
+        elif tag == "span":
+            formula.span_depth -= 1
+            if formula.span_depth == 0:
+                self._close_formula()
+
+    def data(self, text: str) -> None:
+        if self._open is None:
+            self._parts.append(text)
+        elif self._open.math_depth == 0:
+            self._open.chars.append(text)
+
+    def _close_formula(self) -> None:
+        formula, self._open = self._open, None
+        assert formula is not None
+        source = formula.alttext if formula.alttext is not None else "".join(formula.chars)
+        latex = _strip_delimiters(source)
+        # An empty span still separates the words around it.
+        self._parts.append({"id": formula.formula_id, "latex": latex} if latex else " ")
+
+    def result(self) -> Rendered:
+        if self._open is not None:  # a span left open at the end of the fragment
+            self._close_formula()
+        lines: list[str] = []
+        formulas: list[dict] = []
+        line: list[str] = []
+        pending: list[str] = []
+        for part in [*self._parts, None]:
+            if isinstance(part, str):
+                pending.append(part)
+                continue
+            line.extend(_render_text("".join(pending), formulas))
+            pending.clear()
+            if part is None:
+                lines.append("".join(line).strip())
+                line.clear()
+            else:
+                formulas.append(part)
+                line.append(f"${part['latex']}$")
+        return Rendered("\n".join(text for text in lines if text), formulas)
+
+
+def _render_text(text: str, formulas: list[dict]) -> list[str]:
+    """Collapse whitespace in text outside spans; normalise and collect its ``$...$`` math."""
+    pieces: list[str] = []
+    position = 0
+    for match in _LOOSE_MATH.finditer(text):
+        latex = (match.group(1) or match.group(2)).strip()
+        pieces.append(_WHITESPACE.sub(" ", text[position : match.start()]))
+        pieces.append(f"${latex}$")
+        formulas.append({"id": None, "latex": latex})
+        position = match.end()
+    pieces.append(_WHITESPACE.sub(" ", text[position:]))
+    return pieces
+
+
+class _FragmentParser(HTMLParser):
+    """Feeds HTML parser events to a builder (none: the events are ignored)."""
+
+    def __init__(self, builder: _MathTextBuilder | None) -> None:
+        super().__init__(convert_charrefs=True)
+        self.builder = builder
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.builder is not None:
+            self.builder.start(tag, dict(attrs))
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.builder is not None:
+            self.builder.end(tag)
+
+    def handle_data(self, data: str) -> None:
+        if self.builder is not None:
+            self.builder.data(data)
+
+
+def render_html(fragment: str) -> Rendered:
+    """Render an HTML fragment (a post body or title) as text with ``$latex$`` formulas."""
+    builder = _MathTextBuilder()
+    parser = _FragmentParser(builder)
+    parser.feed(fragment)
+    parser.close()
+    return builder.result()
+
+
+# --------------------------------------------------------------------------- documents
+
+
+def _answer_doc(
+    answer_id: str,
+    answer: Rendered,
+    question_id: str,
+    title: Rendered,
+    question: Rendered,
+    tags: list[str],
+) -> dict:
+    """The canonical document of one answer, shared by both collection formats."""
+    return {
+        "id": answer_id,
+        "title": title.text,
+        "text": answer.text,
+        "question_id": question_id,
+        "question": question.text,
+        "tags": tags,
+        "formulas": title.formulas + question.formulas + answer.formulas,
+    }
+
+
+_EMPTY = Rendered("", [])
+
+
+# --------------------------------------------------------------------------- HTML threads
+
+# The ``<div id=...>`` regions of a thread page that are read; comments (``question-comments``,
+# ``answer-comments``) and related posts are left out, as in the Task-1 collection.
+_REQUIRED_REGIONS = ("question-title", "question", "answer")
+_REGIONS = frozenset((*_REQUIRED_REGIONS, "tags"))
+
+
+class _ThreadParser(_FragmentParser):
+    """Routes the title, question, tags and answer ``<div>`` regions to their own builders."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.regions: dict[str, _MathTextBuilder] = {}
+        self.ids: dict[str, str] = {}
+        self._depth = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "div" and self.builder is None:
+            self._enter(dict(attrs))
+        elif tag == "div":
+            self._depth += 1
+        super().handle_starttag(tag, attrs)
+
+    def _enter(self, attributes: Mapping[str, str | None]) -> None:
+        region = attributes.get("id")
+        if region is None or region not in _REGIONS:
+            return
+        self.builder = self.regions.setdefault(region, _MathTextBuilder())
+        self._depth = 0
+        for key in ("question_id", "answer_id"):
+            if attributes.get(key):
+                self.ids[key] = str(attributes[key])
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "div" and self.builder is not None:
+            if self._depth == 0:
+                self.builder = None
+                return
+            self._depth -= 1
+        super().handle_endtag(tag)
+
+
+def parse_thread(page: str, where: str) -> dict:
+    """The answer document of one HTML thread page; ``where`` names it in errors.
+
+    The MathML inside each formula is cut out before parsing: only its ``alttext`` is used, and
+    the MathML is most of a page (it triples the parsing time). Line numbers are unaffected
+    because the newlines inside the MathML are kept.
+    """
+    parser = _ThreadParser()
+    parser.feed(_MATHML.sub(_keep_math_tag, page))
+    parser.close()
+    end_line = parser.getpos()[0]
+    for region in _REQUIRED_REGIONS:
+        if region not in parser.regions:
+            problem = f"no <div id={region!r}> block before the end of the page"
+            raise InputFormatError(where, end_line, problem)
+    for key in ("question_id", "answer_id"):
+        if key not in parser.ids:
+            raise InputFormatError(where, end_line, f"no {key} attribute on its <div> block")
+    rendered = {name: builder.result() for name, builder in parser.regions.items()}
+    tags = rendered.get("tags", _EMPTY).text.split()
+    return _answer_doc(
+        parser.ids["answer_id"],
+        rendered["answer"],
+        parser.ids["question_id"],
+        rendered["question-title"],
+        rendered["question"],
+        tags,
+    )
+
+
+def _keep_math_tag(match: re.Match[str]) -> str:
+    return match.group(1) + "\n" * match.string.count("\n", match.end(1), match.end()) + "</math>"
+
+
+def _thread_pages(path: Path) -> Iterator[tuple[str, bytes]]:
+    """``(where, bytes)`` of each ``.html`` page in a tar archive or under a directory."""
+    if path.is_dir():
+        for page in sorted(path.rglob("*.html")):
+            yield str(page), page.read_bytes()
+        return
+    with tarfile.open(path, "r:*") as archive:
+        for member in archive:
+            if member.isfile() and member.name.endswith(".html"):
+                handle = archive.extractfile(member)
+                assert handle is not None  # regular members always have content
+                yield f"{path}:{member.name}", handle.read()
+
+
+def read_threads(path: Path) -> list[dict]:
+    """All answer documents of an HTML thread collection, sorted by answer id numerically."""
+    docs: dict[str, dict] = {}
+    origin: dict[str, str] = {}
+    for where, content in _thread_pages(path):
+        try:
+            page = content.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InputFormatError(where, None, f"not UTF-8: {error.reason}") from None
+        doc = parse_thread(page, where)
+        if doc["id"] in docs:
+            raise InputFormatError(where, None, f"answer {doc['id']} also in {origin[doc['id']]}")
+        docs[doc["id"]] = doc
+        origin[doc["id"]] = where
+    return [docs[answer_id] for answer_id in sorted(docs, key=_numeric_id)]
+
+
+def _numeric_id(post_id: str) -> tuple[int, str]:
+    return (int(post_id), post_id) if post_id.isdigit() else (-1, post_id)
+
+
+# --------------------------------------------------------------------------- Posts.xml
+
+
+@dataclass
+class PostsStats:
+    """What a pass over Posts.xml found; ``orphans`` are answers whose question was not seen."""
+
+    answers: int = 0
+    orphans: int = 0
+
+
+@dataclass(frozen=True)
+class _Question:
+    title: Rendered
+    body: Rendered
+    tags: list[str]
+    accepted_answer_id: str | None
+
+
+def _split_tags(tags: str) -> list[str]:
+    """``<a><b>`` (Posts.xml) into ``["a", "b"]``."""
+    return [tag for tag in re.split(r"[<>]", tags) if tag]
+
+
+def _iter_rows(path: Path) -> Iterator[dict[str, str]]:
+    """The attributes of each ``<row>``, streamed: a real Posts.xml is about 15 GB."""
+    with open_text(path) as handle:
+        try:
+            context = ET.iterparse(handle, events=("start", "end"))
+            _, root = next(context)
+            for event, element in context:
+                if event == "end" and element.tag == "row":
+                    yield dict(element.attrib)
+                    root.clear()  # drop the rows already read
+        except ET.ParseError as error:
+            raise InputFormatError(path, error.position[0], f"malformed XML: {error}") from None
+
+
+def read_posts_answers(path: Path, stats: PostsStats | None = None) -> Iterator[dict]:
+    """Answer documents of a Posts.xml file, lazily, in file order.
+
+    A question must come before its answers, as in the dumps (sorted by post id, and an answer
+    is always younger than its question); only questions are kept in memory. An answer whose
+    question was not seen is kept with an empty title, question and tags, no ``accepted``, and
+    is counted in ``stats.orphans`` and logged. Rows of other post types (tag wikis...) are
+    skipped.
+    """
+    stats = stats if stats is not None else PostsStats()
+    questions: dict[str, _Question] = {}
+    for number, row in enumerate(_iter_rows(path), start=1):
+        post_id, post_type = row.get("Id"), row.get("PostTypeId")
+        if not post_id or not post_type:
+            raise InputFormatError(path, None, f"row {number} lacks Id or PostTypeId")
+        if post_type == _QUESTION:
+            questions[post_id] = _read_question(row)
+        elif post_type == _ANSWER:
+            stats.answers += 1
+            yield _post_doc(path, row, questions, stats)
+    if stats.orphans:
+        logger.warning(
+            "%s: %d of %d answers have no question in the file; kept with an empty title",
+            path,
+            stats.orphans,
+            stats.answers,
+        )
+
+
+def _read_question(row: Mapping[str, str]) -> _Question:
+    return _Question(
+        title=render_html(row.get("Title", "")),
+        body=render_html(row.get("Body", "")),
+        tags=_split_tags(row.get("Tags", "")),
+        accepted_answer_id=row.get("AcceptedAnswerId"),
+    )
+
+
+def _post_doc(
+    path: Path, row: Mapping[str, str], questions: Mapping[str, _Question], stats: PostsStats
+) -> dict:
+    answer_id, question_id = row["Id"], row.get("ParentId")
+    if not question_id:
+        raise InputFormatError(path, None, f"answer {answer_id} has no ParentId")
+    question = questions.get(question_id)
+    if question is None:
+        stats.orphans += 1
+        question = _Question(_EMPTY, _EMPTY, [], None)
+    doc = _answer_doc(
+        answer_id,
+        render_html(row.get("Body", "")),
+        question_id,
+        question.title,
+        question.body,
+        question.tags,
+    )
+    if "Score" in row:
+        doc["score"] = _score(path, answer_id, row["Score"])
+    if question_id in questions:
+        doc["accepted"] = question.accepted_answer_id == answer_id
+    return doc
+
+
+def _score(path: Path, answer_id: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise InputFormatError(path, None, f"answer {answer_id}: Score {value!r}") from None
+
+
+# --------------------------------------------------------------------------- topics and labels
+
+
+def parse_xml(path: Path) -> ET.Element:
+    """The root of a small XML file; a syntax error names the file and the parser's line."""
+    with open_text(path) as handle:
+        try:
+            return ET.parse(handle).getroot()
+        except ET.ParseError as error:
+            raise InputFormatError(path, error.position[0], f"malformed XML: {error}") from None
+
+
+def read_topics(path: Path) -> list[dict]:
+    """ARQMath Task-1 topics (``<Topic number><Title><Question><Tags>``, HTML in the text)."""
+    topics = []
+    for number, element in enumerate(parse_xml(path).iter("Topic"), start=1):
+        topic_id = element.get("number")
+        if not topic_id:
+            raise InputFormatError(path, None, f"<Topic> number {number} has no number attribute")
+        title = render_html(element.findtext("Title", ""))
+        question = render_html(element.findtext("Question", ""))
+        tags = element.findtext("Tags", "")
+        topics.append(
+            {
+                "id": topic_id,
+                "title": title.text,
+                "text": question.text,
+                "tags": [tag.strip() for tag in tags.split(",") if tag.strip()],
+                "formulas": title.formulas + question.formulas,
+            }
+        )
+    return topics
+
+
+# Label columns under the names the organisers (CSV) and MathDowsers (JSON) gave them,
+# compared after lower-casing and dropping everything but letters.
+_LABEL_COLUMNS = {
+    "topic": "topic_id",
+    "topicid": "topic_id",
+    "category": "category",
+    "topictype": "category",
+    "difficulty": "difficulty",
+    "dependency": "dependency",
+    "dependence": "dependency",
+}
+_LABELS = ("category", "difficulty", "dependency")
+
+
+def _column(name: str) -> str | None:
+    return _LABEL_COLUMNS.get(re.sub(r"[^a-z]", "", name.lower()))
+
+
+def _label_row(entry: Mapping[str, object], set_name: str, where: tuple[Path, int | None]) -> dict:
+    values = {_column(key): str(value) for key, value in entry.items() if _column(key)}
+    missing = [name for name in ("topic_id", *_LABELS) if name not in values]
+    if missing:
+        raise InputFormatError(*where, f"no {', '.join(missing)} column")
+    return {"topic_id": values["topic_id"], "set": set_name, **{k: values[k] for k in _LABELS}}
+
+
+def read_labels_csv(path: Path, set_name: str) -> list[dict]:
+    """ARQMath topic information CSV (``Topic, ..., Dependency, Difficulty, Category, ...``)."""
+    with open_text(path) as handle:
+        rows = csv.DictReader(handle)
+        return [_label_row(row, set_name, (path, rows.line_num)) for row in rows]
+
+
+def read_labels_json(path: Path, set_name: str) -> list[dict]:
+    """MathDowsers topic information JSON: ``{topic_id: {"TopicType", "Difficulty", ...}}``.
+
+    The ARQMath-1 file also holds a header-like entry (key ``Topic id``, each value the column's
+    title, e.g. ``"Difficulty": "Difficulty"``): such entries are skipped, with a log line.
+    """
+    with open_text(path) as handle:
+        try:
+            entries = json.load(handle)
+        except json.JSONDecodeError as error:
+            raise InputFormatError(path, error.lineno, f"invalid JSON: {error.msg}") from None
+    rows = []
+    for topic_id, entry in entries.items():
+        if _is_header_like(entry):
+            logger.info("%s: skipped the header-like entry %r", path, topic_id)
+            continue
+        rows.append(_label_row({**entry, "topic": topic_id}, set_name, (path, None)))
+    return rows
+
+
+def _is_header_like(entry: Mapping[str, object]) -> bool:
+    """Whether some label column holds its own column title instead of a value."""
+    return any(
+        _column(key) in _LABELS and _column(str(value)) == _column(key)
+        for key, value in entry.items()
+    )
+
+
+def _read_labels(path: Path, set_name: str) -> list[dict]:
+    kind = Path(path.name.removesuffix(".gz")).suffix
+    if kind == ".json":
+        return read_labels_json(path, set_name)
+    if kind == ".csv":
+        return read_labels_csv(path, set_name)
+    raise ConfigError(f"labels_{set_name}: {path} is neither .json (MathDowsers) nor .csv")
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def _collection(docs: Iterable[dict], sources: Mapping[str, Path], main_role: str) -> Collection:
+    """A collection of ``docs`` plus the topics, qrels and labels of every optional role."""
+    topics: dict[str, list[dict]] = {}
+    qrels: dict[str, list[Judgment]] = {}
+    labels: list[dict] = []
+    for role, path in sources.items():
+        if role == main_role:
+            continue
+        match = _OPTIONAL_ROLE.fullmatch(role)
+        if match is None:
+            raise ConfigError(
+                f"unknown role {role!r}: expected {main_role}, topics_<set>, qrels_<set> "
+                "or labels_<set>"
+            )
+        kind, set_name = match.groups()
+        if kind == "topics":
+            topics[set_name] = read_topics(Path(path))
+        elif kind == "qrels":
+            qrels[set_name] = read_qrels(path)
+        else:
+            labels.extend(_read_labels(Path(path), set_name))
+    tables = {"topic_labels": labels} if labels else {}
+    return Collection(docs=docs, topics=topics, qrels=qrels, tables=tables)
+
+
+def _main_source(sources: Mapping[str, Path], role: str) -> Path:
+    if role not in sources:
+        raise ConfigError(f"the ARQMath reader needs a {role!r} source")
+    return Path(sources[role])
+
+
+@reader("arqmath_html")
+def read_arqmath_html(sources: Mapping[str, Path]) -> Collection:
+    """ARQMath from HTML thread pages (role ``threads``: a ``.tar.gz`` or a directory)."""
+    docs = read_threads(_main_source(sources, "threads"))
+    return _collection(docs, sources, "threads")
+
+
+@reader("arqmath_posts_xml")
+def read_arqmath_posts_xml(sources: Mapping[str, Path]) -> Collection:
+    """ARQMath from a Posts.xml dump (role ``posts``); documents are streamed lazily."""
+    docs = read_posts_answers(_main_source(sources, "posts"))
+    return _collection(docs, sources, "posts")

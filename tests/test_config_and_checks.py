@@ -1,0 +1,89 @@
+"""Configuration validation errors and the expected-score checks."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hybrid_ir.checks import assert_all_passed, run_checks, write_summary
+from hybrid_ir.config import validate_config
+from hybrid_ir.errors import CheckFailed, ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+
+
+@pytest.fixture()
+def config() -> dict:
+    with open(REPO / "config.yaml", encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def test_default_config_is_valid(config):
+    validate_config(config, SCHEMA, "config.yaml")
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda c: c["bm25"].update(k1="high"),
+         "config.yaml: bm25.k1: 'high' is not of type 'number'"),
+        (lambda c: c["bm25"]["experiments"]["scifact"].update(layouts=["sparse"]),
+         "config.yaml: bm25.experiments.scifact.layouts.0: 'sparse' is not one of"),
+        (lambda c: c.update(colections={}), "config.yaml: (top level): Additional properties"),
+        (lambda c: c["collections"]["cf"].pop("reader"),
+         "config.yaml: collections.cf: 'reader' is a required property"),
+        (lambda c: c["bm25"]["experiments"]["scifact"].update(topics="dev"),
+         "config.yaml: bm25.experiments.scifact.topics: 'dev' is not one of"),
+        (lambda c: c["bm25"]["experiments"].update(nfcorpus=c["bm25"]["experiments"]["cf"]),
+         "config.yaml: bm25.experiments.nfcorpus: no collection named 'nfcorpus'"),
+    ],
+)  # fmt: skip
+def test_schema_violations_give_one_line_naming_the_key(config, edit, message):
+    broken = copy.deepcopy(config)
+    edit(broken)
+    with pytest.raises(ConfigError) as error:
+        validate_config(broken, SCHEMA, "config.yaml")
+    assert str(error.value).startswith(message)
+    assert "\n" not in str(error.value)
+
+
+def _expected(value: float, tolerance: float) -> dict:
+    return {
+        "collection": "toy",
+        "topics": "test",
+        "runs": {"bm25-flat": {"test": {"nDCG@10": {"value": value, "tolerance": tolerance}}}},
+        "indexes": {"bm25-flat": {"documents": {"value": 3, "tolerance": 0}}},
+    }
+
+
+def _artifacts(root: Path, ndcg: float, documents: int) -> None:
+    evaluation = root / "results/eval/toy/test/bm25-flat.test.json"
+    evaluation.parent.mkdir(parents=True)
+    evaluation.write_text(json.dumps({"aggregate": {"nDCG@10": ndcg}, "per_query": {}}))
+    stats = root / "results/indexes/toy/bm25-flat.stats.json"
+    stats.parent.mkdir(parents=True)
+    stats.write_text(json.dumps({"documents": documents}))
+
+
+def test_checks_pass_inside_the_band_and_fail_outside(tmp_path):
+    _artifacts(tmp_path, ndcg=0.67894, documents=3)
+    results = run_checks([_expected(0.6789, 0.00005)], tmp_path)
+    assert [(r.run, r.metric, r.status) for r in results] == [
+        ("bm25-flat (test qrels)", "nDCG@10", "PASS"),
+        ("bm25-flat (index)", "documents", "PASS"),
+    ]
+    failing = run_checks([_expected(0.6795, 0.00005)], tmp_path)
+    assert failing[0].status == "FAIL"
+    summary = tmp_path / "summary.tsv"
+    write_summary(failing, summary)
+    header = summary.read_text().splitlines()[0].split("\t")
+    assert header == ["collection", "run", "metric", "expected", "actual", "tolerance", "status"]
+    with pytest.raises(CheckFailed, match=r"1 of 2 checks failed .*nDCG@10: expected 0.6795"):
+        assert_all_passed(summary)
+    write_summary(results, summary)
+    assert assert_all_passed(summary) == 2

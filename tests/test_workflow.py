@@ -1,0 +1,197 @@
+"""The Snakemake workflow end to end on a tiny BEIR-format collection the test generates.
+
+The toy collection is built so that BM25's answer is known by hand: each query shares its one
+rare word with exactly one document, the relevant one, so every query has it at rank 1 and
+nDCG@10 = R@100 = 1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+
+DOCS = [
+    ("d1", "Zebra stripes", "Stripes of the zebra confuse biting flies."),
+    ("d2", "Giraffe necks", "Long necks let the giraffe browse tall acacia trees."),
+    ("d3", "Okapi forests", "The okapi lives in dense rainforest."),
+    ("d4", "Savanna grass", "Grasses of the savanna feed many grazing animals."),
+]
+QUERIES = [("q1", "why do zebra have stripes"), ("q2", "giraffe neck length")]
+QRELS = [("q1", "d1", 1), ("q2", "d2", 1)]
+DATASET = "toy/toy.zip"
+
+
+def beir_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        corpus = "".join(
+            json.dumps({"_id": i, "title": title, "text": text}) + "\n" for i, title, text in DOCS
+        )
+        archive.writestr("toy/corpus.jsonl", corpus)
+        archive.writestr(
+            "toy/queries.jsonl",
+            "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in QUERIES),
+        )
+        qrels = "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{r}\n" for q, d, r in QRELS)
+        archive.writestr("toy/qrels/test.tsv", qrels)
+    return buffer.getvalue()
+
+
+def write_manifest(path: Path, files: dict[str, bytes], url: str = "") -> None:
+    rows = ["path\tsha256\tsize\trepository\tcommit\tupstream_path\turl\tupstream_sha256"]
+    for name, content in files.items():
+        sha = hashlib.sha256(content).hexdigest()
+        rows.append(f"{name}\t{sha}\t{len(content)}\ttoy/repo\t{'0' * 40}\t{name}\t{url}\t")
+    path.write_text("\n".join(rows) + "\n")
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("tiny")
+    content = beir_zip()
+    (root / "mirror" / "toy").mkdir(parents=True)
+    (root / "mirror" / DATASET).write_bytes(content)
+    write_manifest(root / "manifest.tsv", {DATASET: content})
+    (root / "expected").mkdir()
+    expected = {
+        "collection": "toy",
+        "topics": "test",
+        "runs": {
+            "bm25-flat": {
+                "test": {
+                    "nDCG@10": {"value": 1.0, "tolerance": 0.0},
+                    "R@100": {"value": 1.0, "tolerance": 0.0},
+                }
+            }
+        },
+        "indexes": {"bm25-flat": {"documents": {"value": len(DOCS), "tolerance": 0}}},
+    }
+    (root / "expected" / "toy.yaml").write_text(yaml.safe_dump(expected))
+    config = {
+        "mirror": str(root / "mirror"),
+        "manifest": str(root / "manifest.tsv"),
+        "collections": {
+            "toy": {
+                "reader": "beir",
+                "sources": {"dataset": DATASET},
+                "topics": ["test"],
+                "qrels": ["test"],
+            }
+        },
+        "bm25": {
+            "k1": 0.9,
+            "b": 0.4,
+            "hits": 10,
+            "threads": 1,
+            "experiments": {
+                "toy": {
+                    "layouts": ["flat"],
+                    "topics": "test",
+                    "remove_query": True,
+                    "query_fields": ["title", "text"],
+                    "qrels": {"test": ["nDCG@10", "R@100", "P@1"]},
+                }
+            },
+        },
+        "expected": ["expected/toy.yaml"],
+    }
+    (root / "config.yaml").write_text(yaml.safe_dump(config))
+    return root
+
+
+def snakemake(workdir: Path, *arguments: str, env: dict | None = None):
+    command = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir)]
+    command += ["--cores", "2", "--configfile", str(workdir / "config.yaml"), *arguments]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+
+
+def copy_of(workdir: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "copy"
+    shutil.copytree(workdir, copy, ignore=shutil.ignore_patterns("results", ".snakemake"))
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    config["manifest"] = str(copy / "manifest.tsv")
+    config["mirror"] = str(copy / "mirror")
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    return copy
+
+
+@pytest.mark.lucene
+def test_tiny_workflow_runs_checks_and_reruns_as_no_op(workdir):
+    first = snakemake(workdir)
+    assert first.returncode == 0, first.stderr[-4000:]
+    results = workdir / "results"
+    corpus = [json.loads(line) for line in (results / "collections/toy/corpus.jsonl").open()]
+    assert [doc["id"] for doc in corpus] == [doc[0] for doc in DOCS]
+    run = (results / "runs/toy/test/bm25-flat.trec").read_text().splitlines()
+    top = {line.split()[0]: line.split()[2] for line in run if line.split()[3] == "1"}
+    assert top == {"q1": "d1", "q2": "d2"}
+    evaluation = json.loads((results / "eval/toy/test/bm25-flat.test.json").read_text())
+    assert evaluation["aggregate"] == {"nDCG@10": 1.0, "R@100": 1.0, "P@1": 1.0}
+    summary = (results / "checks/summary.tsv").read_text().splitlines()
+    assert len(summary) == 4 and all(line.endswith("PASS") for line in summary[1:])
+    assert (results / "checks/passed").exists()
+    table = (results / "tables/bm25.md").read_text()
+    assert "| bm25-flat | 1.0000 | 1.0000 |" in table
+
+    again = snakemake(workdir)
+    assert again.returncode == 0
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.lucene
+def test_score_outside_its_band_fails_the_run_and_keeps_the_summary(workdir, tmp_path):
+    copy = copy_of(workdir, tmp_path)
+    expected = yaml.safe_load((copy / "expected/toy.yaml").read_text())
+    expected["runs"]["bm25-flat"]["test"]["nDCG@10"]["value"] = 0.5
+    (copy / "expected/toy.yaml").write_text(yaml.safe_dump(expected))
+    result = snakemake(copy)
+    assert result.returncode != 0
+    assert "1 of 3 checks failed" in result.stderr
+    summary = (copy / "results/checks/summary.tsv").read_text()
+    assert "nDCG@10\t0.5\t1.000000\t0.0\tFAIL" in summary
+    assert not (copy / "results/checks/passed").exists()
+
+
+def test_wrong_manifest_hash_stops_with_one_line(workdir, tmp_path):
+    copy = copy_of(workdir, tmp_path)
+    write_manifest(copy / "manifest.tsv", {DATASET: b"something else"})
+    result = snakemake(copy)
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.startswith("hybrid-ir error:")]
+    assert len(lines) == 1
+    assert f"checksum mismatch for {DATASET}" in lines[0]
+    assert hashlib.sha256(b"something else").hexdigest() in lines[0]
+    assert not (copy / "results/raw" / DATASET).exists()
+
+
+def test_missing_mirror_file_stops_with_one_line(workdir, tmp_path):
+    copy = copy_of(workdir, tmp_path)
+    (copy / "mirror" / DATASET).unlink()
+    result = snakemake(copy)
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.startswith("hybrid-ir error:")]
+    assert len(lines) == 1
+    assert f"cannot fetch {DATASET}: not in the mirror {copy / 'mirror'}" in lines[0]
+
+
+def test_schema_violation_stops_before_any_job(workdir, tmp_path):
+    copy = copy_of(workdir, tmp_path)
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    config["bm25"]["hits"] = 0
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(copy)
+    assert result.returncode != 0
+    assert "hybrid-ir: config: bm25.hits: 0 is less than the minimum of 1" in result.stderr
+    assert not (copy / "results").exists()
