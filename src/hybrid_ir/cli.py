@@ -75,6 +75,25 @@ def _evaluate(args: argparse.Namespace) -> None:
         print(f"{run}  {cells}")
 
 
+def _fuse(args: argparse.Namespace) -> None:
+    from hybrid_ir.fusion import fuse
+    from hybrid_ir.runs import read_run, write_run
+
+    params = {"k": args.depth}
+    for name, value in (
+        ("alpha", args.alpha),
+        ("rrf_k", args.k),
+        ("eta", args.eta),
+        ("lam", args.lam),
+    ):
+        if value is not None:
+            params[name] = value
+    fused = fuse(args.method, [read_run(path) for path in args.runs], **params)
+    output = args.output or f"{args.method}.trec"
+    lines = write_run(fused, output, tag=args.tag or args.method, k=args.depth)
+    print(f"{lines} lines written to {output}")
+
+
 def _check(args: argparse.Namespace) -> None:
     from hybrid_ir.checks import assert_all_passed
 
@@ -139,6 +158,22 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--run", nargs="+", required=True)
     evaluate.add_argument("--measures", nargs="+", default=["nDCG@10", "R@100", "R@1000"])
     evaluate.set_defaults(handler=_evaluate)
+
+    fuse = commands.add_parser(
+        "fuse",
+        help="fuse runs: linear (min-max, alpha on the first run), rerank, combsum, borda, isr, "
+        "log_isr, rrf, interleave (eta on the first run), score_hybrid (lam on the first run)",
+    )
+    fuse.add_argument("--method", required=True)
+    fuse.add_argument("--alpha", type=float, help="linear: weight of the first (dense) run")
+    fuse.add_argument("--k", type=int, help="rrf: the constant k (default 60)")
+    fuse.add_argument("--eta", type=float, help="interleave: share of the first run")
+    fuse.add_argument("--lam", type=float, help="score_hybrid: weight of the first (dense) run")
+    fuse.add_argument("--depth", type=int, default=1000, help="documents kept per topic")
+    fuse.add_argument("--tag", default=None, help="run tag (default: the method)")
+    fuse.add_argument("runs", nargs="+", help="TREC or ARQMath-TSV run files")
+    fuse.add_argument("-o", "--output", default=None)
+    fuse.set_defaults(handler=_fuse)
 
     check = commands.add_parser("check", help="fail unless every expected-score check passed")
     check.add_argument("summary", nargs="?", default="results/checks/summary.tsv")

@@ -1,68 +1,397 @@
-"""Evaluation of TREC runs with ir_measures (pytrec_eval backend), trec_eval ``-c`` semantics.
+"""Evaluation of runs as the official tools score them: trec_eval through ir_measures/pytrec_eval.
 
-With ``-c``, trec_eval averages over every query of the qrels, counting a query that the run
-does not answer as 0; ir_measures alone averages over the queries both files share. Aggregates
-here are therefore computed from per-query values over the qrels' queries.
+A measures list mixes *measure sets* (below) and any ir_measures name (``nDCG@10``,
+``P(rel=2)@10``, ``R@50``...). Each column has a per-topic value and a rule for which topics its
+aggregate averages over; :class:`Evaluation` keeps, per column, exactly the topics averaged over,
+so a mean over any subset of them (a cross-validation fold) applies the same rule.
+
+Averaging rules (``topics`` of :class:`Evaluation`):
+
+* ``all``: every topic of the qrels, a topic the run does not answer scoring 0, as trec_eval
+  ``-c`` (ir_measures alone averages over the topics both files share). Every column follows it
+  unless its set says otherwise. To evaluate a subset of topics (a fold, the 20 concrete NTCIR-12
+  topics), pass the qrels of that subset.
+* ``judged``: the qrels topics for which the run keeps at least one judged document: the ARQMath
+  organisers' rule (see ``arqmath``).
+
+Measure sets (column names, then semantics; ``-lN`` is trec_eval's relevance level, ``-J`` its
+judged-only flag):
+
+``arqmath``: ARQMath Task 1 as the organisers evaluate it. Their scripts, redistributed in
+approach0/pya0 as ``eval-arqmath2-task1/arqmath_to_prim_task1.py`` and ``task1_get_results.py``,
+drop repeated posts (keeping the first) and every post absent from the topic's qrels, giving the
+"prime" run ("nDCG' (i.e., nDCG after ignoring unevaluated hits)",
+https://www.cs.rit.edu/~dprl/ARQMath/2020/Task1-answers.html), then run trec_eval without ``-c``
+on that file: ``-m ndcg``, ``-l2 -m map``, ``-l2 -m P``, ``-l2 -m bpref``. pya0's
+``eval-arqmath1-task1.sh`` gets the same per-topic values with ``-J``, which is how they are
+computed here. Relevance is 0-3 (Irrelevant, Low, Medium, High).
+
+* ``nDCG'``: trec_eval ``ndcg`` (gain = relevance, no cutoff) with ``-J``; ``judged`` topics.
+* ``MAP'``, ``P'@10``: ``map`` and ``P_10`` with ``-J -l2`` (High and Medium relevant, Low not);
+  ``judged`` topics.
+* ``BPref``: ``bpref`` with ``-l2`` (unjudged documents never count in bpref); ``judged`` topics.
+* ``Judged@10``, ``Judged@1000``: see *Judged@k*, on the run as given (before prime filtering);
+  ``all`` topics.
+* ``Rel_Ret``: ``num_rel_ret`` with ``-l2``; the aggregate is the SUM over topics, as trec_eval's
+  summary line. Paper 001's Table 1 counts relevance >= 2: MathDowsers 804, MIRMU 708 and PSU1
+  761 are what ``-l2`` gives on the runs in the mirror (``-l1`` gives more).
+
+The ``judged`` averaging follows from trec_eval reading the prime file without ``-c``: a topic
+with no judged post has no line there and is skipped. The Linked MSE baseline answers 71 of
+ARQMath-1's 77 topics; its nDCG' is 0.3026 over those 71 (paper 001 prints 0.303) and would be
+0.2791 over 77. A run with a judged post in every topic is averaged over all 77.
+
+Paper 001's Table 1 mixes two protocols. Its official runs and the other teams' runs are prime
+(PSU1 = ``psu-task1-auto-both-A``: nDCG' 0.2625, MAP' 0.0822, P'@10 0.1156, Rel_Ret 761), but its
+unsubmitted runs (BM25, BM25+tf, BM25+tf+tf.BERT) were scored with plain trec_eval on runs that
+keep unjudged posts: their "NDCG'", "MAP'" and "P@10" are the plain names ``nDCG``,
+``AP(rel=2)`` and ``P(rel=2)@10`` (e.g. 0.3142, 0.0970, 0.1494 for BM25+tf+tf.BERT, where the
+prime values are 0.3256, 0.1088, 0.1532).
+
+``ntcir12``, or ``ntcir12(full=F, partial=P)``: NTCIR-12 Wiki-Formula as pya0's
+``eval-ntcir12.sh`` reports it (``-l3`` and ``-l1`` on the 0-4 aggregated judgments, the sum of
+two assessors' 0-2 scores; defaults ``full=3``, ``partial=1``): ``Full BPref``, ``Part. BPref``
+(``bpref`` at each level), ``Full P@5`` ... ``Full P@20`` and ``Part. P@5`` ... ``Part. P@20``
+(``P_5, P_10, P_15, P_20`` at each level), ``Judged@1000``; all ``all``. pya0 runs trec_eval
+without ``-c`` on qrels of all 40 topics with runs of the 20 concrete ones, which gives the same
+numbers as ``all`` averaging on the 20 topics' qrels when every topic is answered: pass those
+qrels (pya0's ``qrels.ntcir12-math-browsing-concrete.txt``), or half the average is lost.
+
+``beir``: ``nDCG@10``, ``R@100``, ``R@1000`` (``ndcg_cut_10``, ``recall_100``, ``recall_1000``,
+graded gains, recall of relevance >= 1), ``all``.
+
+``cf``: Cystic Fibrosis as paper 003 measures it, on the GRADED qrels of
+:mod:`hybrid_ir.collections.cf` (relevance = sum of the four judges' 0-2 scores, 0-8). Binary
+measures use ``-l1``: relevant = some judge gave 1 or more, the paper's rule and exactly the
+``binary`` qrels. ``P@1``, ``P@3``, ``P@5``, ``P@10``, ``MAP`` (``map``), ``IPrec@0.0``,
+``IPrec@0.1`` ... ``IPrec@1.0`` (``iprec_at_recall_0.00`` ...: the highest precision at any
+recall >= r, the 11-point interpolated curve), ``NDCG@10`` (``ndcg_cut_10`` with the sum as
+gain; nDCG is invariant to scaling the gains, and the sum is 4 times the mean judge score the
+paper uses, so this is the paper's NDCG); all ``all``.
+
+``recall(k1, k2, ...)``: ``R@k1``, ``R@k2`` ... (trec_eval ``recall_k``), ``all``.
+
+*Judged@k*: the fraction of the run's top ``k`` documents (trec_eval's order: score descending,
+then document id descending) that the topic's qrels judge at any level, over ``min(k, number
+retrieved)`` documents (ir_measures' definition), 0 when nothing is retrieved. pya0's
+``judge_rate`` prints 1000 x judged / retrieved summed over the run's topics (per mille): the
+same number when every topic has the same depth and the run answers exactly the qrels' topics.
+Multiply by 100 or 1000 for paper 000's Judged % and Judged per mille.
+
+Aggregates are plain means of the per-topic values (sums for ``Rel_Ret``) in double precision;
+trec_eval prints them rounded to 4 decimals.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+import logging
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import ir_measures
+from ir_measures import measures as ir_measure_types
 
-from hybrid_ir.errors import ConfigError
-from hybrid_ir.formats import read_qrels, read_run
+from hybrid_ir.errors import ConfigError, InputFormatError
+from hybrid_ir.formats import open_text, parse_relevance
+from hybrid_ir.runs import Run, read_run, topic_sort_key
 
+LOGGER = logging.getLogger(__name__)
 
-def parse_measures(names: Sequence[str]) -> list:
-    measures = []
-    for name in names:
-        try:
-            measures.append(ir_measures.parse_measure(name))
-        except (ValueError, NameError, SyntaxError) as error:
-            raise ConfigError(f"unknown measure {name!r}: {error}") from None
-    return measures
+Qrels = dict[str, dict[str, int]]
+Averaging = Literal["all", "judged"]
 
+ALL_TOPICS: Averaging = "all"
+"""Average over every qrels topic, 0 when unanswered (trec_eval ``-c``)."""
+JUDGED_TOPICS: Averaging = "judged"
+"""Average over the qrels topics whose run keeps a judged document (the ARQMath organisers)."""
 
-def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
-    for judgment in read_qrels(path):
-        qrels.setdefault(judgment.query_id, {})[judgment.doc_id] = judgment.relevance
-    return qrels
-
-
-def load_run(path: str | Path) -> dict[str, dict[str, float]]:
-    run: dict[str, dict[str, float]] = {}
-    for entry in read_run(path):
-        run.setdefault(entry.query_id, {})[entry.doc_id] = entry.score
-    return run
+BEIR_NAMES = ("nDCG@10", "R@100", "R@1000")
+RECALL_LEVELS = tuple(f"{level / 10:.1f}" for level in range(11))
+"""The 11 standard recall levels 0.0, 0.1, ..., 1.0 of interpolated precision."""
 
 
-def per_query_scores(
-    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], measure_names: Sequence[str]
+@dataclass(frozen=True)
+class Column:
+    """One output column: what a topic's value is and which topics the aggregate covers.
+
+    Exactly one of ``measure`` (an ir_measures measure, computed by pytrec_eval) and
+    ``judged_at`` (Judged@k, computed here in trec_eval's ranking order) is set.
+    """
+
+    name: str
+    measure: ir_measure_types.Measure | None = None
+    judged_at: int | None = None
+    averaging: Averaging = ALL_TOPICS
+    total: bool = False
+
+
+@dataclass(frozen=True)
+class MeasureSet:
+    """A named list of columns; an item of a measures list, like a measure name."""
+
+    name: str
+    columns: tuple[Column, ...]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Scores of one run.
+
+    ``per_query[column]`` holds a value for exactly the topics that column averages over (in
+    natural topic order), ``topics[column]`` lists them, and ``aggregate[column]`` is their
+    mean (their sum for totals such as ``Rel_Ret``).
+    """
+
+    per_query: dict[str, dict[str, float]]
+    aggregate: dict[str, float]
+    topics: dict[str, tuple[str, ...]]
+
+
+def _measure(name: str) -> ir_measure_types.Measure:
+    return ir_measures.parse_measure(name)
+
+
+def arqmath() -> MeasureSet:
+    """ARQMath Task 1, prime measures as the organisers compute them (module docstring)."""
+    return MeasureSet(
+        "arqmath",
+        (
+            Column("nDCG'", _measure("nDCG(judged_only=True)"), averaging=JUDGED_TOPICS),
+            Column("MAP'", _measure("AP(rel=2,judged_only=True)"), averaging=JUDGED_TOPICS),
+            Column("P'@10", _measure("P(rel=2,judged_only=True)@10"), averaging=JUDGED_TOPICS),
+            Column("BPref", _measure("Bpref(rel=2)"), averaging=JUDGED_TOPICS),
+            Column("Judged@10", judged_at=10),
+            Column("Judged@1000", judged_at=1000),
+            Column("Rel_Ret", _measure("NumRelRet(rel=2)"), total=True),
+        ),
+    )
+
+
+def ntcir12(full: int = 3, partial: int = 1) -> MeasureSet:
+    """NTCIR-12 Wiki-Formula at the fully and partially relevant levels (pya0's -l3 and -l1)."""
+    columns = [
+        Column("Full BPref", _measure(f"Bpref(rel={full})")),
+        Column("Part. BPref", _measure(f"Bpref(rel={partial})")),
+    ]
+    for label, level in (("Full", full), ("Part.", partial)):
+        columns += [
+            Column(f"{label} P@{k}", _measure(f"P(rel={level})@{k}")) for k in (5, 10, 15, 20)
+        ]
+    return MeasureSet("ntcir12", (*columns, Column("Judged@1000", judged_at=1000)))
+
+
+def beir() -> MeasureSet:
+    """BEIR's reported measures with trec_eval -c semantics."""
+    return MeasureSet("beir", tuple(Column(name, _measure(name)) for name in BEIR_NAMES))
+
+
+def cf() -> MeasureSet:
+    """Paper 003's Cystic Fibrosis measures on graded (sum of judges) qrels."""
+    precision = [Column(f"P@{k}", _measure(f"P@{k}")) for k in (1, 3, 5, 10)]
+    interpolated = [Column(f"IPrec@{r}", _measure(f"IPrec@{r}")) for r in RECALL_LEVELS]
+    columns = (*precision, Column("MAP", _measure("AP")), *interpolated)
+    return MeasureSet("cf", (*columns, Column("NDCG@10", _measure("nDCG@10"))))
+
+
+def recall(*cutoffs: int) -> MeasureSet:
+    """``R@k`` (trec_eval ``recall_k``, relevance >= 1) for each ``k``."""
+    if not cutoffs:
+        raise ConfigError("recall() needs at least one cutoff, e.g. recall(10, 100)")
+    return MeasureSet("recall", tuple(Column(f"R@{k}", _measure(f"R@{k}")) for k in cutoffs))
+
+
+SETS: dict[str, Callable[..., MeasureSet]] = {
+    "arqmath": arqmath,
+    "ntcir12": ntcir12,
+    "beir": beir,
+    "cf": cf,
+    "recall": recall,
+}
+"""Measure sets by name; ``name`` or ``name(args)`` in a measures list calls the factory."""
+
+_CALL = re.compile(r"(\w+)\(([^()]*)\)")
+
+
+def _set_from_name(name: str) -> MeasureSet | None:
+    """The set a measures-list item names (``arqmath``, ``ntcir12(full=2)``), else ``None``."""
+    if name in SETS:
+        return SETS[name]()
+    call = _CALL.fullmatch(name.replace(" ", ""))
+    if call is None or call.group(1) not in SETS:
+        return None
+    args: list[int] = []
+    kwargs: dict[str, int] = {}
+    try:
+        for arg in filter(None, call.group(2).split(",")):
+            key, _, value = arg.rpartition("=")
+            if key:
+                kwargs[key] = int(value)
+            else:
+                args.append(int(value))
+        return SETS[call.group(1)](*args, **kwargs)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"bad measure set {name!r}: {error}") from None
+
+
+def _columns(item: str | MeasureSet) -> tuple[Column, ...]:
+    if isinstance(item, MeasureSet):
+        return item.columns
+    named_set = _set_from_name(item)
+    if named_set is not None:
+        return named_set.columns
+    try:
+        measure = ir_measures.parse_measure(item)
+    except (ValueError, NameError, SyntaxError, TypeError) as error:
+        raise ConfigError(f"unknown measure or measure set {item!r}: {error}") from None
+    if measure.NAME == "Judged" and isinstance(measure["cutoff"], int):
+        # Computed here so that ties at the cutoff fall as in trec_eval and the other columns.
+        return (Column(item, judged_at=measure["cutoff"]),)
+    return (Column(item, measure),)
+
+
+def resolve_measures(items: Iterable[str | MeasureSet]) -> list[Column]:
+    """The columns of a measures list, in order; a column listed twice alike is kept once."""
+    columns: dict[str, Column] = {}
+    for item in items:
+        for column in _columns(item):
+            if columns.setdefault(column.name, column) != column:
+                raise ConfigError(f"column {column.name!r} is requested with two meanings")
+    if not columns:
+        raise ConfigError("no measures requested")
+    return list(columns.values())
+
+
+def evaluate(qrels: Qrels, run: Run, measures: Sequence[str | MeasureSet]) -> Evaluation:
+    """Score ``run`` against ``qrels`` on the columns of ``measures`` (sets and/or names).
+
+    pytrec_eval does the ranking measures in C, one call per (relevance level, judged-only)
+    combination; the Judged@k counts and the topics keeping a judged document take one pass
+    over the run here.
+    """
+    columns = resolve_measures(measures)
+    topics = sorted(qrels, key=topic_sort_key)
+    answered = {topic: docs for topic, docs in run.items() if topic in qrels and docs}
+    if len(answered) < len(topics):
+        LOGGER.warning(
+            "the run answers %d of the %d qrels topics; the others score 0 where averaged",
+            len(answered),
+            len(topics),
+        )
+    values = _trec_eval_values(qrels, answered, [c.measure for c in columns if c.measure])
+    cutoffs = {column.judged_at for column in columns if column.judged_at is not None}
+    judged_topics, judged_rates = _judged_pass(qrels, answered, cutoffs)
+
+    per_query: dict[str, dict[str, float]] = {}
+    aggregate: dict[str, float] = {}
+    averaged: dict[str, tuple[str, ...]] = {}
+    for column in columns:
+        source = (
+            judged_rates[column.judged_at]
+            if column.judged_at is not None
+            else values[str(column.measure)]
+        )
+        kept = tuple(
+            topic for topic in topics if column.averaging == ALL_TOPICS or topic in judged_topics
+        )
+        per_query[column.name] = {topic: source.get(topic, 0.0) for topic in kept}
+        averaged[column.name] = kept
+        total = sum(per_query[column.name].values())
+        aggregate[column.name] = total if column.total else (total / len(kept) if kept else 0.0)
+    return Evaluation(per_query, aggregate, averaged)
+
+
+def _trec_eval_values(
+    qrels: Qrels, answered: Run, measures: list[ir_measure_types.Measure]
 ) -> dict[str, dict[str, float]]:
-    """``{measure name: {query id: value}}`` for every query of the qrels (0 when unanswered)."""
-    measures = parse_measures(measure_names)
-    by_name = {str(measure): name for measure, name in zip(measures, measure_names, strict=True)}
-    scores = {name: dict.fromkeys(qrels, 0.0) for name in measure_names}
-    answered = {query_id: docs for query_id, docs in run.items() if query_id in qrels}
-    for metric in ir_measures.iter_calc(measures, qrels, answered):
-        scores[by_name[str(metric.measure)]][metric.query_id] = float(metric.value)
-    return scores
+    """``{str(measure): {topic: value}}`` for the answered topics, by pytrec_eval."""
+    unique = list({str(measure): measure for measure in measures}.values())
+    values: dict[str, dict[str, float]] = {str(measure): {} for measure in unique}
+    if unique and answered:
+        for metric in ir_measures.iter_calc(unique, qrels, answered):
+            values[str(metric.measure)][metric.query_id] = float(metric.value)
+    return values
 
 
-def aggregate(per_query: dict[str, dict[str, float]]) -> dict[str, float]:
-    return {
-        name: (sum(values.values()) / len(values) if values else 0.0)
-        for name, values in per_query.items()
-    }
+def _top(docs: dict[str, float], k: int) -> list[str]:
+    """The first ``k`` documents in trec_eval's order (score descending, then id descending).
+
+    Only the documents scoring at least the k-th best score are sorted, not the whole topic.
+    """
+    threshold = heapq.nlargest(k, docs.values())[-1]
+    candidates = [(score, doc) for doc, score in docs.items() if score >= threshold]
+    candidates.sort(reverse=True)
+    return [doc for _, doc in candidates[:k]]
+
+
+def _judged_pass(
+    qrels: Qrels, answered: Run, cutoffs: set[int]
+) -> tuple[set[str], dict[int, dict[str, float]]]:
+    """Topics keeping a judged document, and Judged@k for each cutoff, in one pass."""
+    judged_topics: set[str] = set()
+    rates: dict[int, dict[str, float]] = {cutoff: {} for cutoff in cutoffs}
+    for topic, docs in answered.items():
+        judgments = qrels[topic]
+        judged = len(judgments.keys() & docs.keys())
+        if judged:
+            judged_topics.add(topic)
+        for cutoff in cutoffs:
+            if len(docs) <= cutoff:
+                rates[cutoff][topic] = judged / len(docs)
+            else:
+                top = _top(docs, cutoff)
+                rates[cutoff][topic] = sum(doc in judgments for doc in top) / cutoff
+    return judged_topics, rates
+
+
+def load_qrels(path: str | Path) -> Qrels:
+    """Read TREC qrels (``topic iter doc relevance``, ``.gz`` too) into ``{topic: {doc: rel}}``.
+
+    Mirrored qrels are not all clean, so two deviations load with a warning instead of failing:
+    relevance written as an integral float (pya0's NTCIR-12 qrels write ``3.0``) is read as that
+    integer (trec_eval reads it the same way), and a (topic, doc) pair judged on several lines
+    keeps its highest relevance, so merging pools never demotes a document. A non-integral
+    relevance (``0.5``) has no trec_eval meaning and is an error naming the file and line.
+    """
+    qrels: Qrels = {}
+    floats = duplicates = 0
+    with open_text(path) as handle:
+        for line_number, line in enumerate(handle, start=1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) != 4:
+                raise InputFormatError(
+                    path, line_number, f"expected 4 fields (qid iter docid rel), got {len(fields)}"
+                )
+            topic, _, doc, value = fields
+            relevance = parse_relevance(value, path, line_number)
+            if not value.lstrip("+-").isdigit():
+                floats += 1
+            judgments = qrels.setdefault(topic, {})
+            if doc in judgments:
+                duplicates += 1
+                relevance = max(relevance, judgments[doc])
+            judgments[doc] = relevance
+    if floats:
+        LOGGER.warning(
+            "%s: %d relevance value(s) written as floats (e.g. 3.0) read as integers", path, floats
+        )
+    if duplicates:
+        LOGGER.warning(
+            "%s: %d repeated (topic, doc) line(s); each pair keeps its highest relevance",
+            path,
+            duplicates,
+        )
+    return qrels
 
 
 def evaluate_files(
     qrels_path: str | Path, run_path: str | Path, measure_names: Sequence[str]
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """Aggregate and per-query scores of one run against one qrels file."""
-    per_query = per_query_scores(load_qrels(qrels_path), load_run(run_path), measure_names)
-    return aggregate(per_query), per_query
+    """Aggregate and per-query scores of one run file (TREC or ARQMath TSV) against qrels."""
+    evaluation = evaluate(load_qrels(qrels_path), read_run(run_path), measure_names)
+    return evaluation.aggregate, evaluation.per_query

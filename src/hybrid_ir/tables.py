@@ -108,3 +108,224 @@ def write_markdown(rows: list[ScoreRow], path: str | Path, title: str, notes: li
     lines += [f"- {note}" for note in notes]
     with atomic_output(path) as out:
         out.write("\n".join(lines).rstrip() + "\n")
+
+
+# --- paper-style tables from a table specification --------------------------------------------
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """One table row: a run, the paper's published values, and cells the source lacks."""
+
+    label: str
+    run: str
+    published: dict[str, float]
+    unavailable: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A table as configured: blocks of rows, metric columns, a reference row, notes."""
+
+    name: str
+    title: str
+    columns: tuple[str, ...]
+    blocks: tuple[tuple[str, tuple[RowSpec, ...]], ...]
+    reference: str | None
+    notes: tuple[str, ...]
+    digits: int = 3
+
+    @property
+    def rows(self) -> list[RowSpec]:
+        return [row for _, rows in self.blocks for row in rows]
+
+    @property
+    def has_published(self) -> bool:
+        return any(row.published for row in self.rows)
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: float | None
+    marker: str = ""
+    p_value: float | None = None
+    published: float | None = None
+
+    @property
+    def difference(self) -> float | None:
+        if self.value is None or self.published is None:
+            return None
+        return self.value - self.published
+
+
+def table_spec(name: str, config: dict, run_paths: dict[str, str]) -> TableSpec:
+    """Build a :class:`TableSpec` from its config entry; ``run_paths`` maps row label to file."""
+    blocks = []
+    for block in config["blocks"]:
+        rows = tuple(
+            RowSpec(
+                label=row["label"],
+                run=run_paths[row["label"]],
+                published={str(k): float(v) for k, v in row.get("published", {}).items()},
+                unavailable=tuple(row.get("unavailable", [])),
+            )
+            for row in block["rows"]
+        )
+        blocks.append((block.get("name", ""), rows))
+    return TableSpec(
+        name=name,
+        title=config.get("title", name),
+        columns=tuple(config["columns"]),
+        blocks=tuple(blocks),
+        reference=config.get("reference"),
+        notes=tuple(config.get("notes", [])),
+        digits=config.get("digits", 3),
+    )
+
+
+def table_cells(
+    spec: TableSpec, per_query: dict[str, dict[str, dict[str, float]]], aggregate: dict
+) -> dict[str, dict[str, Cell]]:
+    """Cells of every row: our value, the t-test marker against the reference, the paper's value.
+
+    ``per_query[label][column]`` maps topics to scores, ``aggregate[label][column]`` is the
+    mean the table prints.
+    """
+    from hybrid_ir.stats import paired_ttest
+
+    cells: dict[str, dict[str, Cell]] = {}
+    for row in spec.rows:
+        cells[row.label] = {}
+        for column in spec.columns:
+            if column in row.unavailable:
+                cells[row.label][column] = Cell(None, published=row.published.get(column))
+                continue
+            mark, p_value = "", None
+            if spec.reference and row.label != spec.reference:
+                test = paired_ttest(per_query[row.label][column], per_query[spec.reference][column])
+                p_value, mark = test.pvalue, test.marker
+            cells[row.label][column] = Cell(
+                aggregate[row.label][column], mark, p_value, row.published.get(column)
+            )
+    return cells
+
+
+def _format(value: float | None, digits: int, signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    if float(value).is_integer() and abs(value) >= 10:
+        return f"{value:+.0f}" if signed else f"{value:.0f}"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def _row_texts(spec: TableSpec, cell: Cell, star=lambda marker: marker) -> list[str]:
+    texts = [_format(cell.value, spec.digits) + star(cell.marker)]
+    if spec.has_published:
+        texts += [_format(cell.published, spec.digits), _format(cell.difference, spec.digits, True)]
+    return texts
+
+
+def _headers(spec: TableSpec) -> list[str]:
+    headers = ["", "run"]
+    for column in spec.columns:
+        headers += [column, "paper", "Δ"] if spec.has_published else [column]
+    return headers
+
+
+def render_markdown(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
+    headers = _headers(spec)
+    lines = [f"# {spec.title}", "", "| " + " | ".join(headers) + " |"]
+    lines.append("|" + "---|" * len(headers))
+    for block, rows in spec.blocks:
+        for position, row in enumerate(rows):
+            texts = [
+                text
+                for column in spec.columns
+                for text in _row_texts(spec, cells[row.label][column])
+            ]
+            lines.append(
+                "| " + " | ".join([block if position == 0 else "", row.label, *texts]) + " |"
+            )
+    lines.append("")
+    lines += _legend(spec)
+    return "\n".join(lines) + "\n"
+
+
+def _legend(spec: TableSpec) -> list[str]:
+    legend = []
+    if spec.reference:
+        legend.append(
+            f"- `*` / `**`: the row differs from the reference row ({spec.reference}) at "
+            "p < 0.05 / p < 0.01, two-tailed paired t-test over the topics both runs share."
+        )
+    if spec.has_published:
+        legend.append("- paper: the value printed in the paper; Δ: ours minus the paper's.")
+    legend.append("- `–`: not available for this row.")
+    return legend + [f"- {note}" for note in spec.notes]
+
+
+def _latex_star(marker: str) -> str:
+    return f"$^{{{marker}}}$" if marker else ""
+
+
+_LATEX_SPECIAL = str.maketrans({"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$"})
+
+
+def render_latex(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
+    """A booktabs table; the paper and Δ sub-columns appear when published values exist."""
+    width = 3 if spec.has_published else 1
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\begin{tabular}{ll" + "r" * width * len(spec.columns) + "}",
+        r"\toprule",
+    ]
+    titles = [
+        rf"\multicolumn{{{width}}}{{c}}{{{c.translate(_LATEX_SPECIAL)}}}" for c in spec.columns
+    ]
+    lines.append(" & run & " + " & ".join(titles) + r" \\")
+    if spec.has_published:
+        sub = " & ".join(["ours & paper & $\\Delta$"] * len(spec.columns))
+        lines.append(" & & " + sub + r" \\")
+    lines.append(r"\midrule")
+    for index, (block, rows) in enumerate(spec.blocks):
+        if index:
+            lines.append(r"\midrule")
+        for position, row in enumerate(rows):
+            texts = [
+                text
+                for column in spec.columns
+                for text in _row_texts(spec, cells[row.label][column], _latex_star)
+            ]
+            name = block.translate(_LATEX_SPECIAL) if position == 0 else ""
+            line = " & ".join([name, row.label.translate(_LATEX_SPECIAL), *texts]) + r" \\"
+            lines.append(line.replace("–", "--"))
+    lines += [
+        r"\bottomrule",
+        r"\end{tabular}",
+        rf"\caption{{{spec.title.translate(_LATEX_SPECIAL)}}}",
+    ]
+    lines += [rf"\label{{tab:{spec.name}}}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_table_csv(spec: TableSpec, cells: dict[str, dict[str, Cell]], path: str | Path) -> None:
+    """Long format: one line per row and column, with p-value, published value and difference."""
+    with atomic_output(path) as out:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(
+            ["block", "run", "column", "value", "marker", "p_value", "published", "difference"]
+        )
+        for block, rows in spec.blocks:
+            for row in rows:
+                for column in spec.columns:
+                    cell = cells[row.label][column]
+                    writer.writerow(
+                        [
+                            block, row.label, column,
+                            "" if cell.value is None else repr(cell.value), cell.marker,
+                            "" if cell.p_value is None else repr(cell.p_value),
+                            "" if cell.published is None else repr(cell.published),
+                            "" if cell.difference is None else repr(round(cell.difference, 10)),
+                        ]
+                    )  # fmt: skip

@@ -1,0 +1,291 @@
+"""Evaluation: measure sets checked by hand on tiny runs, qrels loading rules, and (mirror) the
+ARQMath-1 trec_eval outputs staged with PSU's runs."""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import math
+from pathlib import Path
+
+import pytest
+
+from hybrid_ir.errors import ConfigError, InputFormatError
+from hybrid_ir.evaluate import evaluate, evaluate_files, load_qrels, ntcir12, resolve_measures
+from hybrid_ir.runs import read_run
+
+LOGGER = "hybrid_ir.evaluate"
+
+
+def dcg(gains: list[float]) -> float:
+    """trec_eval's DCG: gain at rank r discounted by log2(r + 1)."""
+    return sum(gain / math.log2(rank + 1) for rank, gain in enumerate(gains, start=1))
+
+
+# ARQMath: T1 mixes judged and unjudged documents, T2 retrieves only unjudged ones, T3 is not
+# answered, T9 is not judged at all.
+ARQ_QRELS = {
+    "T1": {"d1": 3, "d2": 2, "d3": 1, "d4": 0, "d5": 2},
+    "T2": {"d1": 2},
+    "T3": {"d7": 3},
+}
+ARQ_RUN = {
+    "T1": {"u1": 10.0, "d3": 9.0, "u2": 8.0, "d1": 7.0, "d4": 6.0, "d2": 5.0},
+    "T2": {"u3": 1.0},
+    "T9": {"d1": 1.0},
+}
+
+
+def test_arqmath_prime_measures_by_hand():
+    evaluation = evaluate(ARQ_QRELS, ARQ_RUN, ["arqmath"])
+    # T1's prime run, unjudged u1 and u2 removed: d3 (1), d1 (3), d4 (0), d2 (2).
+    ndcg = dcg([1, 3, 0, 2]) / dcg([3, 2, 2, 1, 0])
+    # Relevant at >= 2: d1, d2, d5 (unretrieved); d3 (Low) is not relevant.
+    average_precision = (1 / 2 + 2 / 4) / 3
+    # bpref: R = 3, judged non-relevant N = {d3, d4}; d1 has 1 of them above, d2 has 2.
+    bpref = ((1 - 1 / 2) + (1 - 2 / 2)) / 3
+    expected = {"nDCG'": ndcg, "MAP'": average_precision, "P'@10": 2 / 10, "BPref": bpref}
+    for column, value in expected.items():
+        # Only T1 keeps a judged document, so the organisers average over T1 alone.
+        assert evaluation.topics[column] == ("T1",)
+        assert evaluation.per_query[column] == {"T1": pytest.approx(value)}
+        assert evaluation.aggregate[column] == pytest.approx(value)
+    # Judged is read on the original run: 4 of T1's 6 documents; T2 and T3 count 0 (-c).
+    for column in ("Judged@10", "Judged@1000"):
+        assert evaluation.per_query[column] == {"T1": pytest.approx(4 / 6), "T2": 0, "T3": 0}
+        assert evaluation.aggregate[column] == pytest.approx(4 / 6 / 3)
+    assert evaluation.per_query["Rel_Ret"] == {"T1": 2, "T2": 0, "T3": 0}
+    assert evaluation.aggregate["Rel_Ret"] == 2  # a total, not a mean
+
+
+def test_prime_equals_removing_unjudged_documents_by_hand():
+    prime_run = {
+        topic: {doc: score for doc, score in docs.items() if doc in ARQ_QRELS.get(topic, {})}
+        for topic, docs in ARQ_RUN.items()
+    }
+    prime = evaluate(ARQ_QRELS, prime_run, ["arqmath"])
+    original = evaluate(ARQ_QRELS, ARQ_RUN, ["arqmath"])
+    for column in ("nDCG'", "MAP'", "P'@10", "BPref", "Rel_Ret"):
+        assert prime.per_query[column] == original.per_query[column]
+    # Plain trec_eval on the original run counts the unjudged documents as non-relevant.
+    plain = evaluate(ARQ_QRELS, ARQ_RUN, ["AP(rel=2)", "nDCG"])
+    assert plain.per_query["AP(rel=2)"]["T1"] == pytest.approx((1 / 4 + 2 / 6) / 3)
+    assert plain.per_query["nDCG"]["T1"] == pytest.approx(
+        dcg([0, 1, 0, 3, 0, 2]) / dcg([3, 2, 2, 1, 0])
+    )
+
+
+def test_judged_at_k_breaks_score_ties_as_trec_eval():
+    # trec_eval ranks tied scores by document id descending: c, b, a.
+    qrels = {"Q": {"c": 1, "a": 0}}
+    run = {"Q": {"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.5}}
+    evaluation = evaluate(qrels, run, ["Judged@1", "Judged@2", "Judged@10", "P@1"])
+    assert evaluation.aggregate == {"Judged@1": 1.0, "Judged@2": 0.5, "Judged@10": 0.5, "P@1": 1.0}
+
+
+def test_cf_measures_by_hand():
+    # Graded CF qrels: the sum of four judges' 0-2 scores.
+    qrels = {"Q": {"a": 8, "b": 1, "c": 3, "d": 2, "e": 0}}
+    run = {"Q": {"a": 6.0, "x": 5.0, "b": 4.0, "y": 3.0, "z": 2.0, "c": 1.0}}
+    aggregate = evaluate(qrels, run, ["cf"]).aggregate
+    # Binary (sum >= 1): a, b, c, d relevant; a at rank 1, b at 3, c at 6, d unretrieved.
+    assert aggregate["P@1"] == 1
+    assert aggregate["P@3"] == pytest.approx(2 / 3)
+    assert aggregate["P@5"] == pytest.approx(2 / 5)
+    assert aggregate["P@10"] == pytest.approx(3 / 10)
+    assert aggregate["MAP"] == pytest.approx((1 + 2 / 3 + 3 / 6) / 4)
+    # (recall, precision) at each relevant retrieved: (.25, 1), (.5, 2/3), (.75, 1/2); the
+    # interpolated precision at r is the best precision at any recall >= r, 0 past .75.
+    interpolated = [1, 1, 1, 2 / 3, 2 / 3, 2 / 3, 1 / 2, 1 / 2, 0, 0, 0]
+    for level, value in enumerate(interpolated):
+        assert aggregate[f"IPrec@{level / 10:.1f}"] == pytest.approx(value)
+    # NDCG@10 with the MEAN judge score as gain (sum / 4) equals it with the sum.
+    mean = {doc: total / 4 for doc, total in qrels["Q"].items()}
+    ideal = sorted(mean.values(), reverse=True)
+    retrieved = [mean.get(doc, 0) for doc in run["Q"]]
+    assert aggregate["NDCG@10"] == pytest.approx(dcg(retrieved) / dcg(ideal))
+
+
+NTCIR_QRELS = {"N": {"d1": 4, "d2": 3, "d3": 2, "d4": 1, "d5": 0, "d6": 3}}
+NTCIR_RUN = {"N": {"d3": 6.0, "d1": 5.0, "d5": 4.0, "u1": 3.0, "d4": 2.0, "d2": 1.0}}
+
+
+def test_ntcir12_bpref_at_both_levels_by_hand():
+    aggregate = evaluate(NTCIR_QRELS, NTCIR_RUN, ["ntcir12"]).aggregate
+    # Full (>= 3): R = {d1, d2, d6}, N = {d3, d4, d5}; d1 has d3 above, d2 has all three.
+    assert aggregate["Full BPref"] == pytest.approx(((1 - 1 / 3) + (1 - 3 / 3)) / 3)
+    # Partial (>= 1): R = {d1, d2, d3, d4, d6}, N = {d5}; only d4 and d2 come after d5.
+    assert aggregate["Part. BPref"] == pytest.approx((1 + 1 + 0 + 0) / 5)
+    assert aggregate["Full P@5"] == pytest.approx(1 / 5)
+    assert aggregate["Part. P@5"] == pytest.approx(3 / 5)
+    assert aggregate["Part. P@20"] == pytest.approx(4 / 20)
+    assert aggregate["Judged@1000"] == pytest.approx(5 / 6)
+
+
+def test_ntcir12_levels_are_configurable():
+    by_name = evaluate(NTCIR_QRELS, NTCIR_RUN, ["ntcir12(full=2, partial=1)"]).aggregate
+    by_object = evaluate(NTCIR_QRELS, NTCIR_RUN, [ntcir12(full=2)]).aggregate
+    # Full (>= 2): R = {d1, d2, d3, d6}, N = {d4, d5}; d3 and d1 lead, d2 has both above it.
+    expected = (1 + 1 + (1 - 2 / 2)) / 4
+    assert by_name["Full BPref"] == by_object["Full BPref"] == pytest.approx(expected)
+
+
+def test_unanswered_topics_count_zero_as_trec_eval_c():
+    qrels = {"A": {"x": 1}, "B": {"y": 1}}
+    run = {"A": {"x": 1.0}, "Z": {"y": 1.0}}
+    evaluation = evaluate(qrels, run, ["beir", "P@1"])
+    assert evaluation.per_query["P@1"] == {"A": 1.0, "B": 0.0}
+    assert evaluation.aggregate == {"nDCG@10": 0.5, "R@100": 0.5, "R@1000": 0.5, "P@1": 0.5}
+    assert evaluation.topics["nDCG@10"] == ("A", "B")
+
+
+def test_measure_lists_mix_sets_and_names():
+    columns = [c.name for c in resolve_measures(["beir", "recall(10, 50)", "R@10", "P(rel=2)@10"])]
+    assert columns == ["nDCG@10", "R@100", "R@1000", "R@10", "R@50", "P(rel=2)@10"]
+    # Both sets define Judged@1000 alike: kept once.
+    assert [c.name for c in resolve_measures(["arqmath", "ntcir12"])].count("Judged@1000") == 1
+
+
+@pytest.mark.parametrize(
+    "measures",
+    [["nDCG@ten"], ["nosuchmeasure"], ["ntcir12", "ntcir12(full=2)"], ["recall()"], []],
+)
+def test_bad_measure_lists_are_config_errors(measures):
+    with pytest.raises(ConfigError):
+        resolve_measures(measures)
+
+
+def test_load_qrels_reads_integral_floats_with_a_warning(tmp_path, caplog):
+    path = tmp_path / "qrels.txt"
+    path.write_text("T1 xxx a 3.0\nT1 xxx b 0.0\nT1 xxx c 1\n")
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert load_qrels(path) == {"T1": {"a": 3, "b": 0, "c": 1}}
+    assert "2 relevance value(s) written as floats" in caplog.text
+
+
+def test_load_qrels_keeps_the_highest_of_repeated_judgments(tmp_path, caplog):
+    path = tmp_path / "qrels.txt.gz"
+    with gzip.open(path, "wt") as handle:
+        handle.write("T1\t0\ta\t1\nT1\t0\ta\t3\nT1\t0\ta\t0\nT2\t0\ta\t2\n")
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert load_qrels(path) == {"T1": {"a": 3}, "T2": {"a": 2}}
+    assert "2 repeated (topic, doc) line(s)" in caplog.text
+
+
+def test_load_qrels_rejects_non_integral_relevance_naming_file_and_line(tmp_path):
+    path = tmp_path / "qrels.txt"
+    path.write_text("T1 0 a 1\nT1 0 b 0.5\n")
+    with pytest.raises(InputFormatError, match=r"qrels.txt:2: relevance '0.5' is not integral"):
+        load_qrels(path)
+
+
+def test_evaluate_files_reads_arqmath_tsv_runs(tmp_path):
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("A.1 0 10 2\nA.1 0 11 0\nA.2 0 12 3\n")
+    run = tmp_path / "run.tsv"
+    run.write_text("A.1\t99\t1\t3.0\tr\nA.1\t10\t2\t2.0\tr\nA.1\t11\t3\t1.0\tr\n")
+    aggregate, per_query = evaluate_files(qrels, run, ["arqmath", "nDCG@10"])
+    assert aggregate["P'@10"] == pytest.approx(0.1)  # A.2 has no judged document: not averaged
+    assert per_query["nDCG@10"] == {"A.1": pytest.approx(1 / math.log2(3)), "A.2": 0.0}
+
+
+# ---------------------------------------------------------------------------------------------
+# Mirror: PSU's ARQMath-1 runs and the trec_eval outputs staged next to them.
+
+PSU = Path("arqmath/runs/arqmath1-psu")
+NOTEBOOK_RUNS = PSU / "notebooks/final_runs"
+ARQMATH1_QRELS = Path("arqmath/pya0-topics-and-qrels/qrels.arqmath-2020-task1.txt")
+MATHDOWSERS = "prim_MathDowsers-task1-alpha05noReRank-auto-both-A"
+PSU_BEST = "tf.psu-task1-rrf.prim.mlt.anserini.roberta-auto-both-A"
+"""PSU's best post-hoc run, BM25+tf+tf.BERT in paper 001's Table 1."""
+
+
+def trec_eval_output(path: Path) -> dict[str, dict[str, str]]:
+    """``{measure: {topic or 'all': value}}`` from trec_eval's printed lines."""
+    table: dict[str, dict[str, str]] = {}
+    for line in path.read_text().splitlines():
+        measure, topic, value = line.split()
+        table.setdefault(measure, {})[topic] = value
+    return table
+
+
+@pytest.fixture(scope="module")
+def arqmath1_qrels(mirror):
+    return load_qrels(mirror / ARQMATH1_QRELS)
+
+
+@pytest.mark.mirror
+@pytest.mark.parametrize(
+    "run_file",
+    [
+        "DPRL_task1_auto_both_A3.tsv.gz",
+        "prim_MIRMU-task1-Ensemble-auto-both-A.tsv.gz",
+        f"{MATHDOWSERS}.tsv.gz",
+        "prim_zbMATH-task1-auto-both-P.tsv",
+    ],
+)
+def test_prime_measures_match_staged_trec_eval_summaries(mirror, arqmath1_qrels, run_file):
+    # The staged summaries are trec_eval -l2 (num_rel 1804 = relevance >= 2) on judged-only runs.
+    name = run_file.removesuffix(".gz").removesuffix(".tsv")
+    summary = trec_eval_output(mirror / PSU / "notebooks/trec_results" / f"{name}.txt")
+    run = read_run(mirror / NOTEBOOK_RUNS / run_file)
+    evaluation = evaluate(arqmath1_qrels, run, ["arqmath"])
+    for column, measure in (("MAP'", "map"), ("P'@10", "P_10"), ("BPref", "bpref")):
+        assert f"{evaluation.aggregate[column]:.4f}" == summary[measure]["all"], column
+    assert f"{evaluation.aggregate['Rel_Ret']:.0f}" == summary["num_rel_ret"]["all"]
+    # trec_eval without -c averages over the topics in the file: zbMATH answers 32 of 77.
+    assert len(evaluation.topics["MAP'"]) == int(summary["num_q"]["all"])
+
+
+@pytest.mark.mirror
+def test_ndcg_prime_matches_staged_per_topic_values(mirror, arqmath1_qrels):
+    expected = trec_eval_output(mirror / PSU / "notebooks/MathDowsers.ndcg.txt")["ndcg"]
+    run = read_run(mirror / NOTEBOOK_RUNS / f"{MATHDOWSERS}.tsv.gz")
+    evaluation = evaluate(arqmath1_qrels, run, ["arqmath"])
+    got = {topic: f"{value:.4f}" for topic, value in evaluation.per_query["nDCG'"].items()}
+    assert got == {topic: value for topic, value in expected.items() if topic != "all"}
+    mean = evaluation.aggregate["nDCG'"]
+    assert f"{mean:.4f}" == expected["all"]
+
+
+@pytest.mark.mirror
+def test_plain_measures_match_staged_outputs_of_an_unfiltered_run(mirror, arqmath1_qrels):
+    # This run keeps unjudged posts; paper 001 scored it with plain trec_eval (0.314, 0.097,
+    # 0.149, 902 in Table 1) and the staged outputs are plain trec_eval -l2 and ndcg.
+    run = read_run(mirror / NOTEBOOK_RUNS / "recall" / f"{PSU_BEST}.tsv.gz")
+    summary = trec_eval_output(mirror / NOTEBOOK_RUNS / f"{PSU_BEST}.txt")
+    per_topic_ndcg = trec_eval_output(mirror / PSU / "notebooks/BM25+tf+tf.BERT.ndcg.txt")["ndcg"]
+    names = {
+        "AP(rel=2)": "map",
+        "Bpref(rel=2)": "bpref",
+        "RR(rel=2)": "recip_rank",
+        "Rprec(rel=2)": "Rprec",
+        "P(rel=2)@5": "P_5",
+        "P(rel=2)@10": "P_10",
+        "P(rel=2)@100": "P_100",
+        "P(rel=2)@1000": "P_1000",
+    }
+    evaluation = evaluate(arqmath1_qrels, run, [*names, "nDCG", "arqmath"])
+    for column, measure in names.items():
+        assert f"{evaluation.aggregate[column]:.4f}" == summary[measure]["all"], column
+    assert f"{evaluation.aggregate['Rel_Ret']:.0f}" == summary["num_rel_ret"]["all"]
+    got = {topic: f"{value:.4f}" for topic, value in evaluation.per_query["nDCG"].items()}
+    assert got == {topic: value for topic, value in per_topic_ndcg.items() if topic != "all"}
+    # Prime filtering raises MAP and P@10 above the plain values the summary holds.
+    assert evaluation.aggregate["MAP'"] > evaluation.aggregate["AP(rel=2)"]
+
+
+@pytest.mark.mirror
+def test_submitted_run_scores_as_its_judged_only_copy_and_paper_001(mirror, arqmath1_qrels):
+    original = read_run(mirror / PSU / "final_runs/psu-task1-auto-both-A.tsv.gz")
+    judged_only = read_run(mirror / PSU / "final_runs/prim_psu-task1-auto-both-A.tsv.gz")
+    assert len(original) == 98 and sum(map(len, original.values())) == 98_000
+    full = evaluate(arqmath1_qrels, original, ["arqmath"])
+    prime = evaluate(arqmath1_qrels, judged_only, ["arqmath"])
+    for column in ("nDCG'", "MAP'", "P'@10", "BPref", "Rel_Ret"):
+        assert full.per_query[column] == pytest.approx(prime.per_query[column]), column
+    # Paper 001, Table 1, PSU1 (tf+tf.BERT): 0.263, 0.082, 0.116, 761 over the 77 topics.
+    assert len(full.topics["nDCG'"]) == 77
+    rounded = [round(full.aggregate[column], 3) for column in ("nDCG'", "MAP'", "P'@10")]
+    assert rounded == [0.263, 0.082, 0.116]
+    assert full.aggregate["Rel_Ret"] == 761
