@@ -27,6 +27,7 @@ test: setup
 
 benchmark: setup
 	$(BIN)/python benchmarks/noop_rerun.py
+	$(BIN)/python benchmarks/crossval_vs_pya0.py
 
 clean:
 	rm -rf results .snakemake

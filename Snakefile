@@ -10,6 +10,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/index.smk"
 include: "workflow/rules/retrieve.smk"
+include: "workflow/rules/fuse.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/tables.smk"
 

@@ -7,6 +7,7 @@ nDCG@10 = R@100 = 1.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
@@ -32,6 +33,9 @@ DOCS = [
 QUERIES = [("q1", "why do zebra have stripes"), ("q2", "giraffe neck length")]
 QRELS = [("q1", "d1", 1), ("q2", "d2", 1)]
 DATASET = "toy/toy.zip"
+EXTERNAL_RUN = "toy/other-system.tsv"
+# Another system's run (ARQMath TSV layout): wrong document first for q1, right one for q2.
+OTHER_RUN = b"q1\td3\t1\t9.0\tother\nq1\td1\t2\t8.0\tother\nq2\td2\t1\t7.0\tother\n"
 
 
 def beir_zip() -> bytes:
@@ -64,7 +68,8 @@ def workdir(tmp_path_factory) -> Path:
     content = beir_zip()
     (root / "mirror" / "toy").mkdir(parents=True)
     (root / "mirror" / DATASET).write_bytes(content)
-    write_manifest(root / "manifest.tsv", {DATASET: content})
+    (root / "mirror" / EXTERNAL_RUN).write_bytes(OTHER_RUN)
+    write_manifest(root / "manifest.tsv", {DATASET: content, EXTERNAL_RUN: OTHER_RUN})
     (root / "expected").mkdir()
     expected = {
         "collection": "toy",
@@ -107,6 +112,44 @@ def workdir(tmp_path_factory) -> Path:
             },
         },
         "expected": ["expected/toy.yaml"],
+        "external_runs": {"toy": {"test": {"other": EXTERNAL_RUN}}},
+        "fusions": {
+            "toy": {"test": {"rrf": {"method": "rrf", "runs": ["bm25-flat", "other"]}}}
+        },
+        "crossval": {
+            "toy-linear": {
+                "collection": "toy",
+                "topics": "test",
+                "qrels": "test",
+                "dense": "bm25-flat",
+                "base": "other",
+                "measures": ["P@1"],
+                "alphas": [0.2, 0.8],
+                "folds": 2,
+                "seed": 7,
+            }
+        },
+        "tables": {
+            "toy-table": {
+                "collection": "toy",
+                "topics": "test",
+                "qrels": "test",
+                "measures": ["P@1", "nDCG@10"],
+                "columns": ["P@1", "nDCG@10"],
+                "reference": "BM25",
+                "blocks": [
+                    {
+                        "name": "runs",
+                        "rows": [
+                            {"label": "BM25", "run": "bm25-flat"},
+                            {"label": "other", "run": "other", "published": {"P@1": 0.5}},
+                            {"label": "RRF", "run": "rrf"},
+                            {"label": "linear", "crossval": "toy-linear"},
+                        ],
+                    }
+                ],
+            }
+        },
     }
     (root / "config.yaml").write_text(yaml.safe_dump(config))
     return root
@@ -149,6 +192,19 @@ def test_tiny_workflow_runs_checks_and_reruns_as_no_op(workdir):
     table = (results / "tables/bm25.md").read_text()
     assert "| bm25-flat | 1.0000 | 1.0000 |" in table
 
+    with open(results / "tables/toy-table.csv", newline="") as handle:
+        cells = {(row["run"], row["column"]): row for row in csv.DictReader(handle)}
+    other = cells["other", "P@1"]
+    assert (other["value"], other["published"], other["difference"]) == ("0.5", "0.5", "0.0")
+    # q1 loses 1 against BM25, q2 ties: a paired t-test over two topics gives p = 0.5.
+    assert float(other["p_value"]) == pytest.approx(0.5)
+    assert cells["BM25", "P@1"]["value"] == "1.0" and cells["BM25", "P@1"]["p_value"] == ""
+    assert (results / "tables/toy-table.tex").read_text().count(r"\toprule") == 1
+    folds = (results / "crossval/toy-linear.folds.tsv").read_text().splitlines()
+    assert folds[0] == "topic\tfold" and len(folds) == 3
+    fused = (results / "runs/toy/test/rrf.trec").read_text().splitlines()
+    assert fused[0].split()[:3] == ["q1", "Q0", "d1"]
+
     again = snakemake(workdir)
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr
@@ -170,7 +226,7 @@ def test_score_outside_its_band_fails_the_run_and_keeps_the_summary(workdir, tmp
 
 def test_wrong_manifest_hash_stops_with_one_line(workdir, tmp_path):
     copy = copy_of(workdir, tmp_path)
-    write_manifest(copy / "manifest.tsv", {DATASET: b"something else"})
+    write_manifest(copy / "manifest.tsv", {DATASET: b"something else", EXTERNAL_RUN: OTHER_RUN})
     result = snakemake(copy)
     assert result.returncode != 0
     lines = [line for line in result.stderr.splitlines() if line.startswith("hybrid-ir error:")]

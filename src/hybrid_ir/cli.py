@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 from pathlib import Path
@@ -67,12 +68,72 @@ def _search(args: argparse.Namespace) -> None:
 
 
 def _evaluate(args: argparse.Namespace) -> None:
-    from hybrid_ir.evaluate import evaluate_files
+    from hybrid_ir.evaluate import evaluate, load_qrels
+    from hybrid_ir.runs import read_run, topic_sort_key
 
-    for run in args.run:
-        aggregate, _ = evaluate_files(args.qrels, run, args.measures)
-        cells = "  ".join(f"{name}={value:.4f}" for name, value in aggregate.items())
-        print(f"{run}  {cells}")
+    qrels = load_qrels(args.qrels)
+    rows = []
+    for path in args.run:
+        evaluation = evaluate(qrels, read_run(path), args.measures)
+        rows.append({"run": path, "topic": "all", **evaluation.aggregate})
+        if args.per_query:
+            topics = {topic for scores in evaluation.per_query.values() for topic in scores}
+            for topic in sorted(topics, key=topic_sort_key):
+                values = {
+                    column: scores.get(topic) for column, scores in evaluation.per_query.items()
+                }
+                rows.append({"run": path, "topic": topic, **values})
+    _print_rows(rows, args.format)
+
+
+def _print_rows(rows: list[dict], style: str) -> None:
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    if style == "json":
+        print(json.dumps(rows, indent=1))
+        return
+    if style == "csv":
+        writer = csv.DictWriter(sys.stdout, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return
+
+    def cell(value: object) -> str:
+        if value is None:
+            return "–"
+        return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print("| " + " | ".join(cell(row.get(column)) for column in columns) + " |")
+
+
+def _crossval(args: argparse.Namespace) -> None:
+    from hybrid_ir.crossval import crossvalidate_linear, report
+    from hybrid_ir.evaluate import load_qrels
+    from hybrid_ir.runs import read_run
+
+    dense, base, qrels = read_run(args.dense), read_run(args.base), load_qrels(args.qrels)
+    try:
+        results = crossvalidate_linear(
+            dense, base, qrels, args.measures, alphas=args.alphas, k_folds=args.folds,
+            seed=args.seed, mode="legacy" if args.legacy else "default", k=args.depth,
+        )  # fmt: skip
+    except ValueError as error:  # too many folds, an alpha listed twice: the user's input
+        raise HybridIRError(str(error)) from None
+    summary = report(results)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as out:
+            json.dump(summary, out, indent=1, sort_keys=True)
+    rows = [
+        {
+            "metric": column,
+            "cross-validated": result["mean_test_score"],
+            "alpha per fold": " ".join(str(fold["param"]) for fold in result["folds"]),
+        }
+        for column, result in summary["columns"].items()
+    ]
+    _print_rows(rows, "md")
 
 
 def _fuse(args: argparse.Namespace) -> None:
@@ -104,14 +165,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hybrid-ir", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    manifest = commands.add_parser(
+    def command(name: str, **options) -> argparse.ArgumentParser:
+        # ``help`` alone shows only in ``hybrid-ir --help``; as the description it also heads
+        # the subcommand's own ``--help``.
+        return commands.add_parser(name, description=options.get("help"), **options)
+
+    manifest = command(
         "manifest", help="rebuild the raw-file manifest from a mirror's SOURCES.md"
     )
     manifest.add_argument("sources", help="SOURCES.md at the root of the mirror's data folder")
     manifest.add_argument("-o", "--output", default="workflow/resources/manifest.tsv")
     manifest.set_defaults(handler=_manifest)
 
-    fetch = commands.add_parser(
+    fetch = command(
         "fetch", help="copy raw files from the mirror (or download them) and verify sha256"
     )
     fetch.add_argument("paths", nargs="+", help="manifest paths, e.g. cf/original/cfquery")
@@ -120,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--output-dir", default=None, help="default: results/raw")
     fetch.set_defaults(handler=_fetch)
 
-    convert = commands.add_parser("convert", help="convert a raw collection to canonical files")
+    convert = command("convert", help="convert a raw collection to canonical files")
     convert.add_argument("reader", help="reader name, e.g. cf, beir, scifact_allenai_csv")
     convert.add_argument("--source", action="append", default=[], metavar="ROLE=PATH")
     convert.add_argument("--topics", nargs="*", default=[], help="topic set names")
@@ -130,14 +196,14 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("-o", "--output-dir", required=True)
     convert.set_defaults(handler=_convert)
 
-    index = commands.add_parser("index", help="build a Lucene BM25 index from corpus JSONL")
+    index = command("index", help="build a Lucene BM25 index from corpus JSONL")
     index.add_argument("corpus")
     index.add_argument("index")
     index.add_argument("--layout", choices=["flat", "multifield"], default="flat")
     index.add_argument("--threads", type=int, default=1)
     index.set_defaults(handler=_index)
 
-    search = commands.add_parser("search", help="BM25 top-k run (TREC format) for topics JSONL")
+    search = command("search", help="BM25 top-k run (TREC format) for topics JSONL")
     search.add_argument("index")
     search.add_argument("topics")
     search.add_argument("-o", "--output", required=True)
@@ -151,15 +217,42 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--threads", type=int, default=1)
     search.set_defaults(handler=_search)
 
-    evaluate = commands.add_parser(
-        "evaluate", help="evaluate TREC runs (trec_eval -c semantics, ir_measures names)"
+    evaluate = command(
+        "evaluate",
+        help="evaluate runs as the official tools do: measure sets arqmath (prime measures), "
+        "ntcir12, beir, cf, recall(k...) or any ir_measures name",
     )
-    evaluate.add_argument("--qrels", required=True)
-    evaluate.add_argument("--run", nargs="+", required=True)
-    evaluate.add_argument("--measures", nargs="+", default=["nDCG@10", "R@100", "R@1000"])
+    evaluate.add_argument("--qrels", required=True, help="TREC qrels")
+    evaluate.add_argument("--run", nargs="+", required=True, help="TREC or ARQMath-TSV runs")
+    evaluate.add_argument("--measures", nargs="+", default=["beir"], help="sets and/or names")
+    evaluate.add_argument("--per-query", action="store_true", help="also print each topic")
+    evaluate.add_argument("--format", choices=["md", "csv", "json"], default="md")
     evaluate.set_defaults(handler=_evaluate)
 
-    fuse = commands.add_parser(
+    crossval = command(
+        "crossval",
+        help="k-fold cross-validation of alpha in alpha*DENSE + (1-alpha)*BASE (min-max "
+        "normalized), one alpha per metric tuned on the other folds",
+    )
+    crossval.add_argument("dense", help="run whose weight is alpha")
+    crossval.add_argument("base", help="run whose weight is 1 - alpha")
+    crossval.add_argument("--qrels", required=True)
+    crossval.add_argument("--measures", nargs="+", default=["arqmath"])
+    crossval.add_argument("--folds", type=int, default=5)
+    crossval.add_argument("--seed", type=int, default=1234)
+    crossval.add_argument(
+        "--alphas", type=float, nargs="+", default=[round(0.1 * i, 1) for i in range(1, 10)]
+    )
+    crossval.add_argument(
+        "--legacy",
+        action="store_true",
+        help="pya0 crossvalidate.py's folds and fold means (numpy shuffle, 4-decimal rounding)",
+    )
+    crossval.add_argument("--depth", type=int, default=1000, help="documents kept per topic")
+    crossval.add_argument("-o", "--output", help="write the full report (JSON) here")
+    crossval.set_defaults(handler=_crossval)
+
+    fuse = command(
         "fuse",
         help="fuse runs: linear (min-max, alpha on the first run), rerank, combsum, borda, isr, "
         "log_isr, rrf, interleave (eta on the first run), score_hybrid (lam on the first run)",
@@ -175,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     fuse.add_argument("-o", "--output", default=None)
     fuse.set_defaults(handler=_fuse)
 
-    check = commands.add_parser("check", help="fail unless every expected-score check passed")
+    check = command("check", help="fail unless every expected-score check passed")
     check.add_argument("summary", nargs="?", default="results/checks/summary.tsv")
     check.set_defaults(handler=_check)
     return parser
@@ -185,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.handler(args)
-    except HybridIRError as error:
+    except (HybridIRError, OSError) as error:  # OSError: a missing or unreadable file
         print(f"hybrid-ir error: {error}", file=sys.stderr)
         return 1
     return 0

@@ -27,8 +27,84 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     _check_references(config, source)
 
 
+def systems(config: dict, collection: str, topics: str) -> dict[str, str]:
+    """Every run the configuration produces for a collection's topic set: name -> origin."""
+    origins: dict[str, str] = {}
+    experiment = config.get("bm25", {}).get("experiments", {}).get(collection)
+    if experiment and experiment["topics"] == topics:
+        origins |= {f"bm25-{layout}": "bm25" for layout in experiment["layouts"]}
+    for origin in ("external_runs", "fusions"):
+        for name in config.get(origin, {}).get(collection, {}).get(topics, {}):
+            if name in origins:
+                raise ConfigError(
+                    f"config: {origin}.{collection}.{topics}.{name}: run name already used by "
+                    f"{origins[name]}"
+                )
+            origins[name] = origin
+    return origins
+
+
+def _check_run(config: dict, where: str, collection: str, topics: str, name: str) -> None:
+    known = systems(config, collection, topics)
+    if name not in known:
+        raise ConfigError(
+            f"config: {where}: no run {name!r} for {collection}/{topics}; known: "
+            f"{', '.join(sorted(known)) or 'none'}"
+        )
+
+
+def _check_collection_sets(config: dict, where: str, entry: dict) -> None:
+    """The entry's collection exists and has the entry's topic (and qrels) set."""
+    collection = config["collections"].get(entry["collection"])
+    if collection is None:
+        raise ConfigError(f"config: {where}: no collection {entry['collection']!r}")
+    for kind in ("topics", "qrels"):
+        if kind in entry and entry[kind] not in collection[kind]:
+            raise ConfigError(
+                f"config: {where}.{kind}: {entry[kind]!r} is not one of {collection[kind]}"
+            )
+
+
+def _check_runs_and_tables(config: dict) -> None:
+    for origin in ("external_runs", "fusions"):
+        for collection, by_topics in config.get(origin, {}).items():
+            for topics in by_topics:
+                where = f"{origin}.{collection}.{topics}"
+                _check_collection_sets(config, where, {"collection": collection, "topics": topics})
+                systems(config, collection, topics)
+    for collection, by_topics in config.get("fusions", {}).items():
+        for topics, fusions in by_topics.items():
+            for name, fusion in fusions.items():
+                for run in fusion["runs"]:
+                    where = f"fusions.{collection}.{topics}.{name}.runs"
+                    _check_run(config, where, collection, topics, run)
+    for name, entry in config.get("crossval", {}).items():
+        _check_collection_sets(config, f"crossval.{name}", entry)
+        for role in ("dense", "base"):
+            where = f"crossval.{name}.{role}"
+            _check_run(config, where, entry["collection"], entry["topics"], entry[role])
+    for name, table in config.get("tables", {}).items():
+        _check_collection_sets(config, f"tables.{name}", table)
+        labels = []
+        for block in table["blocks"]:
+            for row in block["rows"]:
+                labels.append(row["label"])
+                where = f"tables.{name}.blocks.{row['label']}"
+                if "run" in row:
+                    _check_run(config, where, table["collection"], table["topics"], row["run"])
+                elif row["crossval"] not in config.get("crossval", {}):
+                    raise ConfigError(f"config: {where}: no crossval entry {row['crossval']!r}")
+        if len(set(labels)) != len(labels):
+            raise ConfigError(f"config: tables.{name}: row labels must be unique")
+        if table.get("reference") and table["reference"] not in labels:
+            raise ConfigError(
+                f"config: tables.{name}.reference: {table['reference']!r} is not a row label"
+            )
+
+
 def _check_references(config: dict, source: str) -> None:
     """Cross-references that a JSON schema cannot express."""
+    _check_runs_and_tables(config)
     collections = config["collections"]
     for name, experiment in config.get("bm25", {}).get("experiments", {}).items():
         if name not in collections:

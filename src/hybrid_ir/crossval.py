@@ -228,7 +228,6 @@ def crossvalidate_linear(
     """
     _check_mode(mode)
     first_seen: dict[str, None] = {}
-
     fused_runs = dict(linear_sweep(dense, base, alphas, k))
 
     def evaluate_alpha(alpha: float) -> dict[str, dict[str, float]]:
@@ -265,3 +264,29 @@ def _fold_score(counted: Mapping[str, float], mode: Mode) -> float:
 def _check_mode(mode: str) -> None:
     if mode not in MODES:
         raise ValueError(f"unknown cross-validation mode {mode!r}; expected one of {MODES}")
+
+
+def report(results: Mapping[str, CrossValidation]) -> dict:
+    """A JSON-ready summary: the fold topics, then per column the chosen parameter and scores of
+    every fold, the mean test score, the parameter frequencies and the per-topic scores."""
+    first = next(iter(results.values()))
+    return {
+        "folds": [list(fold.topics) for fold in first.folds],
+        "columns": {
+            column: {
+                "mean_test_score": result.mean_test_score,
+                "frequencies": [[param, count] for param, count in result.frequencies.items()],
+                "folds": [
+                    {
+                        "fold": fold.index,
+                        "param": fold.param,
+                        "train_score": fold.train_score,
+                        "test_score": fold.test_score,
+                    }
+                    for fold in result.folds
+                ],
+                "per_topic": result.per_topic,
+            }
+            for column, result in results.items()
+        },
+    }

@@ -237,12 +237,29 @@ def _set_from_name(name: str) -> MeasureSet | None:
         raise ConfigError(f"bad measure set {name!r}: {error}") from None
 
 
+def _column_of_a_set(name: str) -> Column | None:
+    """A single column of a set with default parameters (``nDCG'``, ``Rel_Ret``, ``MAP``), so
+    a measures list can ask for it alone."""
+    for factory in SETS.values():
+        try:
+            measure_set = factory()
+        except ConfigError:  # a set that needs arguments, such as recall(k...)
+            continue
+        for column in measure_set.columns:
+            if column.name == name:
+                return column
+    return None
+
+
 def _columns(item: str | MeasureSet) -> tuple[Column, ...]:
     if isinstance(item, MeasureSet):
         return item.columns
     named_set = _set_from_name(item)
     if named_set is not None:
         return named_set.columns
+    named_column = _column_of_a_set(item)
+    if named_column is not None:
+        return (named_column,)
     try:
         measure = ir_measures.parse_measure(item)
     except (ValueError, NameError, SyntaxError, TypeError) as error:

@@ -115,10 +115,13 @@ def write_markdown(rows: list[ScoreRow], path: str | Path, title: str, notes: li
 
 @dataclass(frozen=True)
 class RowSpec:
-    """One table row: a run, the paper's published values, and cells the source lacks."""
+    """One table row: where its scores come from, the paper's published values, and the cells
+    its source lacks. ``kind`` is ``run`` (a run file, evaluated here) or ``crossval`` (a
+    cross-validation report, whose per-topic scores are the cross-validated system's)."""
 
     label: str
-    run: str
+    source: str
+    kind: str
     published: dict[str, float]
     unavailable: tuple[str, ...] = ()
 
@@ -158,14 +161,15 @@ class Cell:
         return self.value - self.published
 
 
-def table_spec(name: str, config: dict, run_paths: dict[str, str]) -> TableSpec:
-    """Build a :class:`TableSpec` from its config entry; ``run_paths`` maps row label to file."""
+def table_spec(name: str, config: dict, sources: dict[str, str]) -> TableSpec:
+    """Build a :class:`TableSpec` from its config entry; ``sources`` maps row label to file."""
     blocks = []
     for block in config["blocks"]:
         rows = tuple(
             RowSpec(
                 label=row["label"],
-                run=run_paths[row["label"]],
+                source=sources[row["label"]],
+                kind="crossval" if "crossval" in row else "run",
                 published={str(k): float(v) for k, v in row.get("published", {}).items()},
                 unavailable=tuple(row.get("unavailable", [])),
             )
@@ -183,6 +187,45 @@ def table_spec(name: str, config: dict, run_paths: dict[str, str]) -> TableSpec:
     )
 
 
+def score_rows(
+    spec: TableSpec, qrels_path: str | Path, measures: list[str]
+) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, dict[str, float]]]:
+    """Per-topic and aggregate scores of every row: run files are evaluated against the qrels,
+    cross-validation reports give their cross-validated test scores."""
+    from hybrid_ir.evaluate import evaluate, load_qrels
+    from hybrid_ir.runs import read_run
+
+    qrels = load_qrels(qrels_path)
+    per_query, aggregate = {}, {}
+    for row in spec.rows:
+        if row.kind == "crossval":
+            with open(row.source, encoding="utf-8") as handle:
+                columns = json.load(handle)["columns"]
+            per_query[row.label] = {name: value["per_topic"] for name, value in columns.items()}
+            aggregate[row.label] = {
+                name: value["mean_test_score"] for name, value in columns.items()
+            }
+        else:
+            evaluation = evaluate(qrels, read_run(row.source), measures)
+            per_query[row.label], aggregate[row.label] = evaluation.per_query, evaluation.aggregate
+    return per_query, aggregate
+
+
+def write_per_query(
+    spec: TableSpec, per_query: dict[str, dict[str, dict[str, float]]], path: str | Path
+) -> None:
+    """Every row's per-topic scores of the table's columns (long format), for one's own tests."""
+    from hybrid_ir.runs import topic_sort_key
+
+    with atomic_output(path) as out:
+        out.write("run\tcolumn\ttopic\tvalue\n")
+        for row in spec.rows:
+            for column in spec.columns:
+                scores = per_query[row.label].get(column, {})
+                for topic in sorted(scores, key=topic_sort_key):
+                    out.write(f"{row.label}\t{column}\t{topic}\t{scores[topic]!r}\n")
+
+
 def table_cells(
     spec: TableSpec, per_query: dict[str, dict[str, dict[str, float]]], aggregate: dict
 ) -> dict[str, dict[str, Cell]]:
@@ -197,12 +240,13 @@ def table_cells(
     for row in spec.rows:
         cells[row.label] = {}
         for column in spec.columns:
-            if column in row.unavailable:
+            if column in row.unavailable or column not in aggregate[row.label]:
                 cells[row.label][column] = Cell(None, published=row.published.get(column))
                 continue
             mark, p_value = "", None
-            if spec.reference and row.label != spec.reference:
-                test = paired_ttest(per_query[row.label][column], per_query[spec.reference][column])
+            reference = per_query.get(spec.reference or "", {}).get(column)
+            if reference is not None and row.label != spec.reference:
+                test = paired_ttest(per_query[row.label][column], reference)
                 p_value, mark = test.pvalue, test.marker
             cells[row.label][column] = Cell(
                 aggregate[row.label][column], mark, p_value, row.published.get(column)
@@ -213,15 +257,32 @@ def table_cells(
 def _format(value: float | None, digits: int, signed: bool = False) -> str:
     if value is None:
         return "–"
-    if float(value).is_integer() and abs(value) >= 10:
-        return f"{value:+.0f}" if signed else f"{value:.0f}"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    rounded = round(value, digits) + 0.0  # + 0.0 turns -0.0 into 0.0
+    return f"{rounded:+.{digits}f}" if signed else f"{rounded:.{digits}f}"
 
 
-def _row_texts(spec: TableSpec, cell: Cell, star=lambda marker: marker) -> list[str]:
-    texts = [_format(cell.value, spec.digits) + star(cell.marker)]
+def _integral_columns(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> set[str]:
+    """Columns of counts (e.g. Rel_Ret): every value there, ours and the paper's, is integral."""
+    integral = set()
+    for column in spec.columns:
+        values = [
+            value
+            for row in spec.rows
+            for value in (cells[row.label][column].value, cells[row.label][column].published)
+            if value is not None
+        ]
+        if values and all(float(value).is_integer() for value in values):
+            integral.add(column)
+    return integral
+
+
+def _row_texts(
+    spec: TableSpec, cell: Cell, integral: bool, star=lambda marker: marker
+) -> list[str]:
+    digits = 0 if integral else spec.digits
+    texts = [_format(cell.value, digits) + star(cell.marker)]
     if spec.has_published:
-        texts += [_format(cell.published, spec.digits), _format(cell.difference, spec.digits, True)]
+        texts += [_format(cell.published, digits), _format(cell.difference, digits, True)]
     return texts
 
 
@@ -234,6 +295,7 @@ def _headers(spec: TableSpec) -> list[str]:
 
 def render_markdown(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
     headers = _headers(spec)
+    integral = _integral_columns(spec, cells)
     lines = [f"# {spec.title}", "", "| " + " | ".join(headers) + " |"]
     lines.append("|" + "---|" * len(headers))
     for block, rows in spec.blocks:
@@ -241,7 +303,7 @@ def render_markdown(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
             texts = [
                 text
                 for column in spec.columns
-                for text in _row_texts(spec, cells[row.label][column])
+                for text in _row_texts(spec, cells[row.label][column], column in integral)
             ]
             lines.append(
                 "| " + " | ".join([block if position == 0 else "", row.label, *texts]) + " |"
@@ -274,6 +336,7 @@ _LATEX_SPECIAL = str.maketrans({"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", 
 def render_latex(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
     """A booktabs table; the paper and Δ sub-columns appear when published values exist."""
     width = 3 if spec.has_published else 1
+    integral = _integral_columns(spec, cells)
     lines = [
         r"\begin{table}[t]",
         r"\centering",
@@ -295,7 +358,9 @@ def render_latex(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
             texts = [
                 text
                 for column in spec.columns
-                for text in _row_texts(spec, cells[row.label][column], _latex_star)
+                for text in _row_texts(
+                    spec, cells[row.label][column], column in integral, _latex_star
+                )
             ]
             name = block.translate(_LATEX_SPECIAL) if position == 0 else ""
             line = " & ".join([name, row.label.translate(_LATEX_SPECIAL), *texts]) + r" \\"

@@ -5,7 +5,7 @@ from snakemake.exceptions import WorkflowError
 
 from hybrid_ir import paths
 from hybrid_ir.checks import checks_from_expected
-from hybrid_ir.config import load_expected, validate_config
+from hybrid_ir.config import load_expected, systems, validate_config
 from hybrid_ir.errors import HybridIRError
 from hybrid_ir.fetch import load_manifest, mirror_root
 
@@ -23,6 +23,11 @@ except (HybridIRError, OSError) as error:
 MIRROR = mirror_root(config["mirror"])
 COLLECTIONS = config["collections"]
 BM25 = config["bm25"]
+EXTERNAL_RUNS = config.get("external_runs", {})
+FUSIONS = config.get("fusions", {})
+CROSSVAL = config.get("crossval", {})
+TABLES = config.get("tables", {})
+RUN_DEPTH = config.get("run_depth", 1000)
 LAYOUTS = ("flat", "multifield")
 # One environment for every rule; its path is relative to the rule files in workflow/rules.
 CONDA_ENV = "../../envs/hybrid-ir.yaml"
@@ -33,16 +38,22 @@ def alternatives(names):
     return "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True)) or "(?!)"
 
 
+def raw_file(path, where):
+    """The fetched copy of a raw file, after checking the manifest lists it."""
+    if path not in MANIFEST:
+        raise WorkflowError(
+            f"hybrid-ir: config: {where}: {path!r} is not in the manifest {config['manifest']}"
+        )
+    return paths.raw(path)
+
+
 def sources_of(name):
-    """Reader role -> fetched raw file, after checking each file is in the manifest."""
+    """Reader role -> fetched raw file."""
     sources = COLLECTIONS[name]["sources"]
-    for role, path in sources.items():
-        if path not in MANIFEST:
-            raise WorkflowError(
-                f"hybrid-ir: config: collections.{name}.sources.{role}: {path!r} is not in the "
-                f"manifest {config['manifest']}"
-            )
-    return {role: paths.raw(path) for role, path in sources.items()}
+    return {
+        role: raw_file(path, f"collections.{name}.sources.{role}")
+        for role, path in sources.items()
+    }
 
 
 def converted_outputs(name):
@@ -83,8 +94,44 @@ def measures_for(collection, system, qrels):
     return measures
 
 
+def names_in(origin):
+    """Run names of a ``collection -> topics -> name`` config section."""
+    return {name for by_topics in origin.values() for runs in by_topics.values() for name in runs}
+
+
+def run_path(collection, topics, system):
+    """The run file of a configured system, after checking the configuration produces it."""
+    if system not in systems(config, collection, topics):
+        raise WorkflowError(f"hybrid-ir: no run {system!r} for {collection}/{topics}")
+    return paths.run(collection, topics, system)
+
+
+def table_sources(name):
+    """Row label -> run file or cross-validation report of a configured table."""
+    table = TABLES[name]
+    sources = {}
+    for block in table["blocks"]:
+        for row in block["rows"]:
+            if "run" in row:
+                sources[row["label"]] = run_path(table["collection"], table["topics"], row["run"])
+            else:
+                sources[row["label"]] = crossval_report(row["crossval"])
+    return sources
+
+
+def crossval_report(name):
+    return f"{paths.RESULTS}/crossval/{name}.json"
+
+
+def table_outputs(name):
+    stem = f"{paths.RESULTS}/tables/{name}"
+    return [f"{stem}.md", f"{stem}.tex", f"{stem}.csv", f"{stem}.per_query.tsv"]
+
+
 def all_targets():
     targets = [output for name in COLLECTIONS for output in converted_outputs(name).values()]
+    targets += [output for name in TABLES for output in table_outputs(name)]
+    targets += [crossval_report(name) for name in CROSSVAL]
     if BM25["experiments"]:
         targets += ["results/tables/bm25.md", "results/tables/bm25.csv"]
     if EXPECTED:
@@ -92,8 +139,17 @@ def all_targets():
     return targets
 
 
+# Fail at start-up, with the offending key, when an external run is missing from the manifest.
+for _collection, _by_topics in EXTERNAL_RUNS.items():
+    for _topics, _runs in _by_topics.items():
+        for _system, _path in _runs.items():
+            raw_file(_path, f"external_runs.{_collection}.{_topics}.{_system}")
+
+
 wildcard_constraints:
     collection=alternatives(COLLECTIONS),
     layout=alternatives(LAYOUTS),
     topics=alternatives({s for c in COLLECTIONS.values() for s in c["topics"]}),
     qrels=alternatives({s for c in COLLECTIONS.values() for s in c["qrels"]}),
+    crossval=alternatives(CROSSVAL),
+    table=alternatives(TABLES),

@@ -8,8 +8,6 @@ rule evaluate_run:
         measures=lambda w: measures_for(w.collection, w.system, w.qrels),
     log:
         "results/logs/eval/{collection}/{topics}/{system}.{qrels}.log",
-    wildcard_constraints:
-        system="bm25-(flat|multifield)",
     conda:
         CONDA_ENV
     script:

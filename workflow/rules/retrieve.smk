@@ -32,3 +32,23 @@ for _name in BM25["experiments"]:
             f"bm25_{_name}"
         input:
             bm25_evaluations(_name),
+
+
+rule import_run:
+    input:
+        lambda w: raw_file(
+            EXTERNAL_RUNS[w.collection][w.topics][w.system],
+            f"external_runs.{w.collection}.{w.topics}.{w.system}",
+        ),
+    output:
+        run=paths.run("{collection}", "{topics}", "{system}"),
+    params:
+        depth=RUN_DEPTH,
+    log:
+        "results/logs/runs/{collection}/{topics}/{system}.import.log",
+    wildcard_constraints:
+        system=alternatives(names_in(EXTERNAL_RUNS)),
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/import_run.py"

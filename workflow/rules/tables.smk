@@ -42,3 +42,23 @@ rule assert_scores:
         CONDA_ENV
     script:
         "../scripts/assert_scores.py"
+
+
+rule paper_table:
+    input:
+        unpack(lambda w: table_sources(w.table)),
+        qrels=lambda w: paths.qrels(TABLES[w.table]["collection"], TABLES[w.table]["qrels"]),
+    output:
+        markdown="results/tables/{table}.md",
+        latex="results/tables/{table}.tex",
+        csv="results/tables/{table}.csv",
+        per_query="results/tables/{table}.per_query.tsv",
+    params:
+        name="{table}",
+        spec=lambda w: TABLES[w.table],
+    log:
+        "results/logs/tables/{table}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/paper_table.py"

@@ -7,8 +7,8 @@ from hybrid_ir.logged import run_step
 
 
 def main():
-    passed = assert_all_passed(snakemake.input[0])  # noqa: F821
+    passed = assert_all_passed(snakemake.input[0])
     logging.info("all %d checks passed", passed)
 
 
-run_step(snakemake.log[0], main)  # noqa: F821
+run_step(snakemake.log[0], main)

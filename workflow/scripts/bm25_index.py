@@ -10,14 +10,14 @@ from hybrid_ir.logged import run_step
 
 def main():
     stats = build_bm25_index(
-        snakemake.input.corpus,  # noqa: F821
-        snakemake.output.index,  # noqa: F821
-        snakemake.params.layout,  # noqa: F821
-        threads=snakemake.threads,  # noqa: F821
+        snakemake.input.corpus,
+        snakemake.output.index,
+        snakemake.params.layout,
+        threads=snakemake.threads,
     )
     logging.info("index statistics: %s", stats)
-    with atomic_output(snakemake.output.stats) as out:  # noqa: F821
+    with atomic_output(snakemake.output.stats) as out:
         json.dump(stats, out, indent=2, sort_keys=True)
 
 
-run_step(snakemake.log[0], main)  # noqa: F821
+run_step(snakemake.log[0], main)

@@ -7,11 +7,11 @@ from hybrid_ir.search import bm25_search
 
 
 def main():
-    params = snakemake.params  # noqa: F821
+    params = snakemake.params
     lines = bm25_search(
-        snakemake.input.index,  # noqa: F821
-        snakemake.input.topics,  # noqa: F821
-        snakemake.output.run,  # noqa: F821
+        snakemake.input.index,
+        snakemake.input.topics,
+        snakemake.output.run,
         layout=params.layout,
         k1=params.k1,
         b=params.b,
@@ -19,9 +19,9 @@ def main():
         remove_query=params.remove_query,
         query_fields=params.query_fields,
         tag=params.tag,
-        threads=snakemake.threads,  # noqa: F821
+        threads=snakemake.threads,
     )
     logging.info("wrote %d run lines", lines)
 
 
-run_step(snakemake.log[0], main)  # noqa: F821
+run_step(snakemake.log[0], main)

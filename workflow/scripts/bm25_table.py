@@ -6,16 +6,16 @@ from hybrid_ir.tables import bm25_rows, write_csv, write_markdown
 
 
 def main():
-    params = snakemake.params  # noqa: F821
-    rows = bm25_rows(params.experiments, load_expected(list(snakemake.input.expected)))  # noqa: F821
-    write_csv(rows, snakemake.output.csv)  # noqa: F821
+    params = snakemake.params
+    rows = bm25_rows(params.experiments, load_expected(list(snakemake.input.expected)))
+    write_csv(rows, snakemake.output.csv)
     notes = [
         f"Lucene BM25 (pyserini 1.6.0, Anserini), k1={params.k1}, b={params.b}; "
         "top 1000 hits; trec_eval -c semantics (all qrels topics averaged).",
         "Expected values come from the files under expected/ (published or pinned; see each "
         "file's header); `–` means no expected value.",
     ]
-    write_markdown(rows, snakemake.output.markdown, "BM25 baselines", notes)  # noqa: F821
+    write_markdown(rows, snakemake.output.markdown, "BM25 baselines", notes)
 
 
-run_step(snakemake.log[0], main)  # noqa: F821
+run_step(snakemake.log[0], main)

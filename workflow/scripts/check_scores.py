@@ -8,10 +8,10 @@ from hybrid_ir.logged import run_step
 
 
 def main():
-    results = run_checks(load_expected(list(snakemake.input.expected)))  # noqa: F821
-    write_summary(results, snakemake.output[0])  # noqa: F821
+    results = run_checks(load_expected(list(snakemake.input.expected)))
+    write_summary(results, snakemake.output[0])
     for result in results:
         logging.info("%s", result)
 
 
-run_step(snakemake.log[0], main)  # noqa: F821
+run_step(snakemake.log[0], main)

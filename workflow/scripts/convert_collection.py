@@ -8,13 +8,13 @@ from hybrid_ir.logged import run_step
 
 def main():
     counts = convert(
-        snakemake.params.reader,  # noqa: F821
-        dict(snakemake.input.items()),  # noqa: F821
-        dict(snakemake.output.items()),  # noqa: F821
-        label=f"collections.{snakemake.params.collection}",  # noqa: F821
+        snakemake.params.reader,
+        dict(snakemake.input.items()),
+        dict(snakemake.output.items()),
+        label=f"collections.{snakemake.params.collection}",
     )
     for name, count in counts.items():
         logging.info("%s: %d records", name, count)
 
 
-run_step(snakemake.log[0], main)  # noqa: F821
+run_step(snakemake.log[0], main)

@@ -10,13 +10,13 @@ from hybrid_ir.logged import run_step
 
 def main():
     aggregate, per_query = evaluate_files(
-        snakemake.input.qrels,  # noqa: F821
-        snakemake.input.run,  # noqa: F821
-        snakemake.params.measures,  # noqa: F821
+        snakemake.input.qrels,
+        snakemake.input.run,
+        snakemake.params.measures,
     )
     logging.info("%s", aggregate)
-    with atomic_output(snakemake.output[0]) as out:  # noqa: F821
+    with atomic_output(snakemake.output[0]) as out:
         json.dump({"aggregate": aggregate, "per_query": per_query}, out, indent=1, sort_keys=True)
 
 
-run_step(snakemake.log[0], main)  # noqa: F821
+run_step(snakemake.log[0], main)

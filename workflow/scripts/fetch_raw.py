@@ -7,9 +7,9 @@ from hybrid_ir.logged import run_step
 
 
 def main():
-    entry = snakemake.params.entry  # noqa: F821
-    source = fetch(entry, snakemake.params.mirror, snakemake.output[0])  # noqa: F821
+    entry = snakemake.params.entry
+    source = fetch(entry, snakemake.params.mirror, snakemake.output[0])
     logging.info("fetched %s from %s (sha256 %s verified)", entry.path, source, entry.sha256)
 
 
-run_step(snakemake.log[0], main)  # noqa: F821
+run_step(snakemake.log[0], main)

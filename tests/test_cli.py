@@ -1,0 +1,461 @@
+"""The ``hybrid-ir`` command on tiny hand-made files: output checked by hand, one-line errors.
+
+Qrels (4 topics) and two runs; "dense" is the first run of every fusion:
+
+    q1: a 1, b 0         dense: q1 a 3, x 2        base: q1 b 2, a 1
+    q2: c 2, d 0                q2 d 3, c 2              q2 c 5, d 1
+    q3: e 1, f 1                q3 e 3, y 2, f 1         q3 f 2, e 1
+    q4: g 1                     q4 z 1                   q4 g 1
+
+Scores of dense (x, y, z are unjudged):
+
+    R@1:   q1 1, q2 0, q3 1/2, q4 0        -> 0.375
+    R@2:   q1 1, q2 1, q3 1/2, q4 0        -> 0.625
+    nDCG': q1 1 (x dropped), q2 (2 / log2 3) / 2, q3 1 (y dropped); q4 keeps no judged
+           document and is not averaged    -> (2 + 1 / log2 3) / 3
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from hybrid_ir.cli import main
+
+QRELS = "q1 0 a 1\nq1 0 b 0\nq2 0 c 2\nq2 0 d 0\nq3 0 e 1\nq3 0 f 1\nq4 0 g 1\n"
+DENSE = [("q1", "a", 3), ("q1", "x", 2), ("q2", "d", 3), ("q2", "c", 2), ("q3", "e", 3),
+         ("q3", "y", 2), ("q3", "f", 1), ("q4", "z", 1)]  # fmt: skip
+BASE = [("q1", "b", 2), ("q1", "a", 1), ("q2", "c", 5), ("q2", "d", 1), ("q3", "f", 2),
+        ("q3", "e", 1), ("q4", "g", 1)]  # fmt: skip
+
+NDCG_Q2 = 1 / math.log2(3)
+NDCG_PRIME = (1 + NDCG_Q2 + 1) / 3
+
+
+def _write_run(path: Path, lines, tag: str) -> Path:
+    path.write_text(
+        "".join(f"{t} Q0 {d} {r} {s} {tag}\n" for r, (t, d, s) in enumerate(lines, 1)),
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, str]:
+    qrels = tmp_path / "tiny.qrels"
+    qrels.write_text(QRELS, encoding="utf-8")
+    return {
+        "qrels": str(qrels),
+        "dense": str(_write_run(tmp_path / "dense.trec", DENSE, "dense")),
+        "base": str(_write_run(tmp_path / "base.trec", BASE, "base")),
+        "dir": str(tmp_path),
+    }
+
+
+def _run(capsys, argv: list[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# evaluate --------------------------------------------------------------------------------------
+
+
+def _evaluate(capsys, files, *extra: str) -> str:
+    code, out, err = _run(
+        capsys,
+        ["evaluate", "--qrels", files["qrels"], "--run", files["dense"],
+         "--measures", "recall(1,2)", "nDCG'", *extra],
+    )  # fmt: skip
+    assert code == 0, err
+    return out
+
+
+def test_evaluate_markdown(capsys, files):
+    lines = _evaluate(capsys, files).splitlines()
+    assert lines == [
+        "| run | topic | R@1 | R@2 | nDCG' |",
+        "|---|---|---|---|---|",
+        f"| {files['dense']} | all | 0.3750 | 0.6250 | {NDCG_PRIME:.4f} |",
+    ]
+    assert f"{NDCG_PRIME:.4f}" == "0.8770"
+
+
+def test_evaluate_markdown_per_query(capsys, files):
+    lines = _evaluate(capsys, files, "--per-query").splitlines()
+    run = files["dense"]
+    assert lines[2:] == [
+        f"| {run} | all | 0.3750 | 0.6250 | 0.8770 |",
+        f"| {run} | q1 | 1.0000 | 1.0000 | 1.0000 |",
+        f"| {run} | q2 | 0.0000 | 1.0000 | {NDCG_Q2:.4f} |",
+        f"| {run} | q3 | 0.5000 | 0.5000 | 1.0000 |",
+        f"| {run} | q4 | 0.0000 | 0.0000 | – |",  # no judged document: not averaged
+    ]
+    assert f"{NDCG_Q2:.4f}" == "0.6309"
+
+
+def test_evaluate_csv_per_query(capsys, files):
+    out = _evaluate(capsys, files, "--per-query", "--format", "csv")
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0] == ["run", "topic", "R@1", "R@2", "nDCG'"]
+    assert [row[1] for row in rows[1:]] == ["all", "q1", "q2", "q3", "q4"]
+    assert all(row[0] == files["dense"] for row in rows[1:])
+    all_row = [float(value) for value in rows[1][2:]]
+    assert all_row == pytest.approx([0.375, 0.625, NDCG_PRIME])
+    assert [float(value) for value in rows[3][2:]] == pytest.approx([0.0, 1.0, NDCG_Q2])
+    assert rows[5][2:] == ["0.0", "0.0", ""]
+
+
+def test_evaluate_json_two_runs(capsys, files):
+    code, out, err = _run(
+        capsys,
+        ["evaluate", "--qrels", files["qrels"], "--run", files["dense"], files["base"],
+         "--measures", "P@1", "--format", "json"],
+    )  # fmt: skip
+    assert code == 0, err
+    rows = json.loads(out)
+    # base ranks b (0) first in q1, c (2) in q2, f (1) in q3, g (1) in q4: P@1 = 3/4.
+    assert rows == [
+        {"run": files["dense"], "topic": "all", "P@1": pytest.approx(0.5)},
+        {"run": files["base"], "topic": "all", "P@1": pytest.approx(0.75)},
+    ]
+
+
+def test_evaluate_measure_set_and_a_single_set_column(capsys, files):
+    code, out, err = _run(
+        capsys,
+        ["evaluate", "--qrels", files["qrels"], "--run", files["dense"],
+         "--measures", "arqmath", "--format", "json"],
+    )  # fmt: skip
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert list(row) == [
+        "run", "topic", "nDCG'", "MAP'", "P'@10", "BPref", "Judged@10", "Judged@1000", "Rel_Ret"
+    ]  # fmt: skip
+    assert row["nDCG'"] == pytest.approx(NDCG_PRIME)
+    # Rel_Ret counts relevance >= 2 retrieved, summed: only c in q2.
+    assert row["Rel_Ret"] == 1.0
+    # Judged@10: q1 1/2, q2 1, q3 2/3, q4 0.
+    assert row["Judged@10"] == pytest.approx((1 / 2 + 1 + 2 / 3 + 0) / 4)
+    # MAP' (relevance >= 2, unjudged dropped, judged topics q1-q3): only q2 has a relevant
+    # document, at rank 2 of [d, c].
+    assert row["MAP'"] == pytest.approx((0 + 1 / 2 + 0) / 3)
+
+    code, out, _ = _run(
+        capsys,
+        ["evaluate", "--qrels", files["qrels"], "--run", files["dense"],
+         "--measures", "nDCG'", "--format", "json"],
+    )  # fmt: skip
+    assert code == 0
+    assert json.loads(out) == [
+        {"run": files["dense"], "topic": "all", "nDCG'": pytest.approx(NDCG_PRIME)}
+    ]
+
+
+def test_evaluate_unknown_measure_is_one_line(capsys, files):
+    code, out, err = _run(
+        capsys,
+        ["evaluate", "--qrels", files["qrels"], "--run", files["dense"], "--measures", "Nope@3"],
+    )
+    assert code == 1
+    assert out == ""
+    assert err.startswith("hybrid-ir error: ") and err.count("\n") == 1
+    assert "Nope@3" in err
+
+
+# fuse ------------------------------------------------------------------------------------------
+
+
+def _fuse(capsys, files, *args: str) -> tuple[list[str], str]:
+    output = str(Path(files["dir"]) / "fused.trec")
+    code, out, err = _run(capsys, ["fuse", *args, files["dense"], files["base"], "-o", output])
+    assert code == 0, err
+    return Path(output).read_text(encoding="utf-8").splitlines(), out
+
+
+def test_fuse_linear(capsys, files):
+    # min-max per topic, alpha on dense: q1 dense a 1 x 0, base b 1 a 0, so
+    # a = 0.25, x = 0, b = 0.75; q4 is range 0 in both runs (all 0), tie by doc id descending.
+    lines, out = _fuse(capsys, files, "--method", "linear", "--alpha", "0.25")
+    assert lines == [
+        "q1 Q0 b 1 0.750000 linear",
+        "q1 Q0 a 2 0.250000 linear",
+        "q1 Q0 x 3 0.000000 linear",
+        "q2 Q0 c 1 0.750000 linear",
+        "q2 Q0 d 2 0.250000 linear",
+        "q3 Q0 f 1 0.750000 linear",
+        "q3 Q0 e 2 0.250000 linear",
+        "q3 Q0 y 3 0.125000 linear",
+        "q4 Q0 z 1 0.000000 linear",
+        "q4 Q0 g 2 0.000000 linear",
+    ]
+    assert out == f"10 lines written to {Path(files['dir']) / 'fused.trec'}\n"
+
+
+def test_fuse_rrf(capsys, files):
+    # 1 / (k + rank) with k = 1: rank 1 gives 1/2, rank 2 1/3, rank 3 1/4.
+    lines, _ = _fuse(capsys, files, "--method", "rrf", "--k", "1", "--tag", "mine")
+    assert lines == [
+        "q1 Q0 a 1 0.833333 mine",  # 1/2 + 1/3
+        "q1 Q0 b 2 0.500000 mine",
+        "q1 Q0 x 3 0.333333 mine",
+        "q2 Q0 d 1 0.833333 mine",  # tie with c: doc id descending
+        "q2 Q0 c 2 0.833333 mine",
+        "q3 Q0 e 1 0.833333 mine",
+        "q3 Q0 f 2 0.750000 mine",  # 1/4 + 1/2
+        "q3 Q0 y 3 0.333333 mine",
+        "q4 Q0 z 1 0.500000 mine",
+        "q4 Q0 g 2 0.500000 mine",
+    ]
+
+
+def test_fuse_interleave(capsys, files):
+    # depth 2, eta 0.5: dense's first document, then base's first unless already taken.
+    lines, out = _fuse(capsys, files, "--method", "interleave", "--eta", "0.5", "--depth", "2")
+    assert lines == [
+        "q1 Q0 a 1 2.000000 interleave",
+        "q1 Q0 b 2 1.000000 interleave",
+        "q2 Q0 d 1 2.000000 interleave",
+        "q2 Q0 c 2 1.000000 interleave",
+        "q3 Q0 e 1 2.000000 interleave",
+        "q3 Q0 f 2 1.000000 interleave",
+        "q4 Q0 z 1 2.000000 interleave",
+        "q4 Q0 g 2 1.000000 interleave",
+    ]
+    assert out.startswith("8 lines written to ")
+
+
+def test_fuse_default_output_name(capsys, files, monkeypatch):
+    monkeypatch.chdir(files["dir"])
+    code, out, _ = _run(capsys, ["fuse", "--method", "combsum", files["dense"], files["base"]])
+    assert code == 0
+    assert out == "10 lines written to combsum.trec\n"
+    assert Path(files["dir"], "combsum.trec").read_text().startswith(
+        "q1 Q0 b 1 1.000000 combsum\nq1 Q0 a 2 1.000000 combsum\n"  # a: 1 + 0, b: 0 + 1
+    )
+
+
+def test_unknown_fusion_method_is_one_line(capsys, files, tmp_path):
+    output = tmp_path / "never.trec"
+    code, out, err = _run(
+        capsys, ["fuse", "--method", "nope", files["dense"], files["base"], "-o", str(output)]
+    )
+    assert code == 1
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("hybrid-ir error: unknown fusion method 'nope'")
+    assert not output.exists()
+
+
+@pytest.mark.parametrize(
+    "args, problem",
+    [
+        (["--method", "linear"], "needs parameter alpha"),
+        (["--method", "linear", "--alpha", "1.5"], "must lie in [0, 1]"),
+        (["--method", "rrf", "--alpha", "0.5"], "has no parameter alpha"),
+    ],
+)
+def test_bad_fusion_parameters_are_one_line(capsys, files, args, problem):
+    code, _, err = _run(capsys, ["fuse", *args, files["dense"], files["base"]])
+    assert code == 1
+    assert err.startswith("hybrid-ir error: ") and err.count("\n") == 1
+    assert problem in err
+
+
+# crossval --------------------------------------------------------------------------------------
+
+# Per-topic scores of alpha * minmax(dense) + (1 - alpha) * minmax(base), by hand:
+# alpha 0.2 ranks b, c, f, z first (q1..q4); alpha 0.8 ranks a, d, e, z first.
+CV_SCORES = {
+    "R@1": {0.2: {"q1": 0, "q2": 1, "q3": 0.5, "q4": 0}, 0.8: {"q1": 1, "q2": 0, "q3": 0.5, "q4": 0}},
+    "P@1": {0.2: {"q1": 0, "q2": 1, "q3": 1, "q4": 0}, 0.8: {"q1": 1, "q2": 0, "q3": 1, "q4": 0}},
+}
+
+
+def test_crossval_two_folds(capsys, files, tmp_path):
+    report_path = tmp_path / "cv" / "report.json"
+    report_path.parent.mkdir()
+    code, out, err = _run(
+        capsys,
+        ["crossval", files["dense"], files["base"], "--qrels", files["qrels"],
+         "--measures", "R@1", "P@1", "--folds", "2", "--alphas", "0.2", "0.8",
+         "--seed", "7", "-o", str(report_path)],
+    )  # fmt: skip
+    assert code == 0, err
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    folds = report["folds"]
+    assert len(folds) == 2 and [len(fold) for fold in folds] == [2, 2]
+    assert sorted(folds[0] + folds[1]) == ["q1", "q2", "q3", "q4"]
+    assert sorted(report["columns"]) == ["P@1", "R@1"]  # the JSON keys are sorted
+
+    lines = out.splitlines()
+    assert lines[:2] == ["| metric | cross-validated | alpha per fold |", "|---|---|---|"]
+    assert len(lines) == 4
+    for line, (column, scores) in zip(lines[2:], CV_SCORES.items(), strict=True):
+        result = report["columns"][column]
+        per_topic, test_scores, params = {}, [], []
+        for index, fold in enumerate(folds):
+            train = folds[1 - index]
+
+            def mean(alpha, topics, scores=scores):
+                return sum(scores[alpha][topic] for topic in topics) / len(topics)
+
+            alpha = max([0.2, 0.8], key=lambda a, train=train: mean(a, train))  # first max wins
+            params.append(alpha)
+            test_scores.append(mean(alpha, fold))
+            per_topic |= {topic: scores[alpha][topic] for topic in fold}
+            assert result["folds"][index] == {
+                "fold": index,
+                "param": alpha,
+                "train_score": pytest.approx(mean(alpha, train)),
+                "test_score": pytest.approx(test_scores[-1]),
+            }
+        assert result["per_topic"] == pytest.approx(per_topic)
+        assert result["mean_test_score"] == pytest.approx(sum(test_scores) / 2)
+        counts: dict[float, int] = {}
+        for alpha in params:
+            counts[alpha] = counts.get(alpha, 0) + 1
+        assert result["frequencies"] == [[alpha, count] for alpha, count in counts.items()]
+        assert line == (
+            f"| {column} | {result['mean_test_score']:.4f} | {' '.join(map(str, params))} |"
+        )
+
+
+def test_crossval_without_report(capsys, files):
+    code, out, _ = _run(
+        capsys,
+        ["crossval", files["dense"], files["base"], "--qrels", files["qrels"],
+         "--measures", "P@1", "--folds", "2", "--alphas", "0.5"],
+    )  # fmt: skip
+    assert code == 0
+    # A single alpha is every fold's choice. At 0.5, q1 (a and b both 0.5) and q2 (c and d)
+    # tie and the larger id ranks first (b, d: P@1 0); q3 ranks e or f (both 0.5, f first: 1),
+    # q4 z (0); so whatever the folds, the mean of the two fold means is 1/4.
+    assert out.splitlines()[2] == "| P@1 | 0.2500 | 0.5 0.5 |"
+
+
+def test_crossval_more_folds_than_topics_is_one_line(capsys, files):
+    code, _, err = _run(
+        capsys,
+        ["crossval", files["dense"], files["base"], "--qrels", files["qrels"],
+         "--measures", "P@1", "--folds", "5"],
+    )  # fmt: skip
+    assert code == 1
+    assert err.startswith("hybrid-ir error: ") and err.count("\n") == 1
+    assert "4 topic(s) into 5 folds" in err
+
+
+# check -----------------------------------------------------------------------------------------
+
+SUMMARY_HEADER = "collection\trun\tmetric\texpected\tactual\ttolerance\tstatus\n"
+
+
+def test_check_passes_and_fails(capsys, tmp_path):
+    summary = tmp_path / "summary.tsv"
+    summary.write_text(
+        SUMMARY_HEADER
+        + "cf\tbm25-flat (all qrels)\tP@10\t0.5\t0.500000\t0.0001\tPASS\n"
+        + "cf\tbm25-flat (all qrels)\tMAP\t0.3\t0.300000\t0.0001\tPASS\n",
+        encoding="utf-8",
+    )
+    assert _run(capsys, ["check", str(summary)]) == (0, "all 2 checks passed\n", "")
+    with open(summary, "a", encoding="utf-8") as out:
+        out.write("cf\tbm25-flat (all qrels)\tNDCG@10\t0.4\t0.390000\t0.0001\tFAIL\n")
+    code, out, err = _run(capsys, ["check", str(summary)])
+    assert (code, out) == (1, "")
+    assert err.startswith("hybrid-ir error: 1 of 3 checks failed") and err.count("\n") == 1
+    assert "NDCG@10: expected 0.4 +- 0.0001, got 0.390000" in err
+
+
+# --help ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command, says",
+    [
+        ("evaluate", "evaluate runs as the official tools do"),
+        ("fuse", "fuse runs: linear"),
+        ("crossval", "k-fold cross-validation of alpha"),
+        ("check", "fail unless every expected-score check passed"),
+        ("manifest", "rebuild the raw-file manifest"),
+        ("fetch", "copy raw files from the mirror"),
+        ("convert", "convert a raw collection to canonical files"),
+        ("index", "build a Lucene BM25 index"),
+        ("search", "BM25 top-k run"),
+    ],
+)
+def test_help_of_each_subcommand_says_what_it_does(capsys, command, says):
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: hybrid-ir {command}")
+    assert says in " ".join(out.split())
+
+
+def test_top_level_help_lists_the_subcommands(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("evaluate", "fuse", "crossval", "check"):
+        assert command in out
+
+
+def test_missing_subcommand_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([])
+    assert exit_info.value.code == 2
+    assert "usage: hybrid-ir" in capsys.readouterr().err
+
+
+# error paths -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad_line, problem",
+    [
+        ("q2 Q0 d 1\n", "expected 6 fields"),
+        ("q2 Q0 d 1 high dense\n", "score 'high' is not a number"),
+    ],
+)
+@pytest.mark.parametrize("command", ["evaluate", "fuse"])
+def test_malformed_run_line_is_one_line_naming_file_and_line(
+    capsys, files, tmp_path, bad_line, problem, command
+):
+    bad = tmp_path / "bad.trec"
+    bad.write_text("q1 Q0 a 1 3.0 dense\n\n" + bad_line, encoding="utf-8")  # line 3
+    if command == "evaluate":
+        argv = ["evaluate", "--qrels", files["qrels"], "--run", str(bad), "--measures", "P@1"]
+    else:
+        argv = ["fuse", "--method", "rrf", files["dense"], str(bad), "-o", str(tmp_path / "o")]
+    code, out, err = _run(capsys, argv)
+    assert code == 1
+    assert out == ""
+    assert err.count("\n") == 1 and err.endswith("\n")
+    assert err.startswith(f"hybrid-ir error: {bad}:3: ")
+    assert problem in err
+
+
+def test_malformed_qrels_line_is_one_line(capsys, files, tmp_path):
+    qrels = tmp_path / "bad.qrels"
+    qrels.write_text("q1 0 a 1\nq1 0 b\n", encoding="utf-8")
+    code, _, err = _run(capsys, ["evaluate", "--qrels", str(qrels), "--run", files["dense"]])
+    assert code == 1
+    assert err.startswith(f"hybrid-ir error: {qrels}:2: expected 4 fields")
+    assert err.count("\n") == 1
+
+
+def test_missing_file_is_one_line(capsys, files, tmp_path):
+    missing = tmp_path / "missing.trec"
+    code, _, err = _run(
+        capsys, ["evaluate", "--qrels", files["qrels"], "--run", str(missing), "--measures", "P@1"]
+    )
+    assert code == 1
+    assert err.startswith("hybrid-ir error: ") and err.count("\n") == 1
+    assert str(missing) in err

@@ -1,0 +1,476 @@
+"""Paper-style tables: a hand-made 5-topic case scored end to end, every cell checked by hand.
+
+Qrels (relevance 0-3; RR and P@1 count relevance >= 1, Rel_Ret counts relevance >= 2):
+
+    topic 1: d11 2, d12 1, d13 0      topic 4: d41 2, d42 0
+    topic 2: d21 3, d22 0             topic 5: d51 1, d52 2
+    topic 3: d31 2, d32 1
+
+Per-topic scores of the three runs (topics 1..5), read off the run files below:
+
+    ref (reference)  RR 1/2 1/2 1/3 1/4 1/2   P@1 0 0 0 0 0   Rel_Ret 1 1 1 1 0
+    better           RR 1   1   1   1/2 1     P@1 1 1 1 0 1   Rel_Ret 1 1 1 1 1
+    other            RR 1   1/2 1   1/2 1     P@1 1 0 1 0 1   Rel_Ret 1 1 0 1 0
+
+The cross-validated row comes from a hand-written report whose P@1 lacks topic 5, so its test
+against the reference runs on the 4 shared topics.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from scipy.stats import ttest_rel
+
+from hybrid_ir.tables import (
+    Cell,
+    render_latex,
+    render_markdown,
+    score_rows,
+    table_cells,
+    table_spec,
+    write_per_query,
+    write_table_csv,
+)
+
+TOPICS = ["1", "2", "3", "4", "5"]
+MEASURES = ["P@1", "RR", "Rel_Ret"]
+
+QRELS = """\
+1 0 d11 2
+1 0 d12 1
+1 0 d13 0
+2 0 d21 3
+2 0 d22 0
+3 0 d31 2
+3 0 d32 1
+4 0 d41 2
+4 0 d42 0
+5 0 d51 1
+5 0 d52 2
+"""
+
+# (topic, doc, score) in any order: the reader ranks by score.
+RUNS = {
+    "ref": [
+        ("1", "x1", 4), ("1", "d11", 3), ("1", "d12", 2),
+        ("2", "d22", 4), ("2", "d21", 3),
+        ("3", "x1", 4), ("3", "x2", 3), ("3", "d31", 2),
+        ("4", "x1", 4), ("4", "x2", 3), ("4", "d42", 2), ("4", "d41", 1),
+        ("5", "x1", 4), ("5", "d51", 3),
+    ],
+    "better": [
+        ("1", "d11", 5), ("1", "d12", 4),
+        ("2", "d21", 5),
+        ("3", "d31", 5), ("3", "d32", 4),
+        ("4", "d42", 5), ("4", "d41", 4),
+        ("5", "d52", 5), ("5", "d51", 4),
+    ],
+    "other": [
+        ("1", "d11", 3), ("1", "x1", 2),
+        ("2", "d22", 3), ("2", "d21", 2),
+        ("3", "d32", 3),
+        ("4", "d42", 3), ("4", "d41", 2),
+        ("5", "d51", 3),
+    ],
+}  # fmt: skip
+
+PER_TOPIC = {
+    "ref": {
+        "RR": [1 / 2, 1 / 2, 1 / 3, 1 / 4, 1 / 2],
+        "P@1": [0, 0, 0, 0, 0],
+        "Rel_Ret": [1, 1, 1, 1, 0],
+    },
+    "better": {"RR": [1, 1, 1, 1 / 2, 1], "P@1": [1, 1, 1, 0, 1], "Rel_Ret": [1, 1, 1, 1, 1]},
+    "other": {"RR": [1, 1 / 2, 1, 1 / 2, 1], "P@1": [1, 0, 1, 0, 1], "Rel_Ret": [1, 1, 0, 1, 0]},
+}
+
+# The cross-validated system: 2 folds, RR on all 5 topics, P@1 on topics 1-4 only.
+CV_FOLDS = [["1", "3", "5"], ["2", "4"]]
+CV_RR = {"1": 0.5, "2": 1.0, "3": 1 / 3, "4": 0.5, "5": 0.5}
+CV_P1 = {"1": 1.0, "2": 0.0, "3": 1.0, "4": 1.0}
+CV_RR_MEAN = ((0.5 + 1 / 3 + 0.5) / 3 + (1.0 + 0.5) / 2) / 2  # mean of the fold means
+CV_P1_MEAN = ((1.0 + 1.0) / 2 + (0.0 + 1.0) / 2) / 2
+
+LABELS = {
+    "ref": "Ref_BM25",
+    "better": "Better 50% & more",
+    "other": "Other_run",
+    "cv": "Fused (CV alpha)",
+}
+
+CONFIG_YAML = """\
+title: "Toy table: 5_topics, 100% & co"
+measures: [P@1, RR, Rel_Ret]
+columns: [P@1, RR, Rel_Ret]
+reference: Ref_BM25
+digits: 3
+blocks:
+  - name: Base_lines
+    rows:
+      - {label: Ref_BM25, run: ref}
+      - {label: "Better 50% & more", run: better, published: {P@1: 0.8002, RR: 0.95, Rel_Ret: 6}}
+  - name: Other systems
+    rows:
+      - {label: Other_run, run: other, unavailable: [Rel_Ret]}
+      - {label: Fused (CV alpha), crossval: toy-cv, unavailable: [Rel_Ret]}
+notes:
+  - "A toy note."
+"""
+
+
+def _mean(values) -> float:
+    return sum(values) / len(values)
+
+
+def _crossval_report() -> dict:
+    def column(per_topic: dict[str, float], mean: float, params: list[float]) -> dict:
+        folds = []
+        for index, (fold, param) in enumerate(zip(CV_FOLDS, params, strict=True)):
+            tested = [per_topic[topic] for topic in fold if topic in per_topic]
+            folds.append(
+                {"fold": index, "param": param, "train_score": 0.5, "test_score": _mean(tested)}
+            )
+        frequencies: dict[float, int] = {}
+        for param in params:
+            frequencies[param] = frequencies.get(param, 0) + 1
+        return {
+            "mean_test_score": mean,
+            "frequencies": [[param, count] for param, count in frequencies.items()],
+            "folds": folds,
+            "per_topic": per_topic,
+        }
+
+    return {
+        "folds": CV_FOLDS,
+        "columns": {
+            "P@1": column(CV_P1, CV_P1_MEAN, [0.3, 0.3]),
+            "RR": column(CV_RR, CV_RR_MEAN, [0.2, 0.7]),
+        },
+    }
+
+
+@pytest.fixture
+def table(tmp_path: Path):
+    """The spec, per-topic scores, aggregates and cells of the toy table."""
+    qrels = tmp_path / "toy.qrels"
+    qrels.write_text(QRELS, encoding="utf-8")
+    sources = {}
+    for name, lines in RUNS.items():
+        path = tmp_path / f"{name}.trec"
+        path.write_text(
+            "".join(f"{t} Q0 {d} 0 {s} {name}\n" for t, d, s in lines), encoding="utf-8"
+        )
+        sources[LABELS[name]] = str(path)
+    report = tmp_path / "toy-cv.json"
+    report.write_text(json.dumps(_crossval_report()), encoding="utf-8")
+    sources[LABELS["cv"]] = str(report)
+    config = yaml.safe_load(CONFIG_YAML)
+    spec = table_spec("toy_table", config, sources)
+    per_query, aggregate = score_rows(spec, qrels, config["measures"])
+    cells = table_cells(spec, per_query, aggregate)
+    return spec, per_query, aggregate, cells
+
+
+def _expected_p(run: str, column: str) -> float:
+    return float(ttest_rel(PER_TOPIC[run][column], PER_TOPIC["ref"][column]).pvalue)
+
+
+def _marker(p_value: float) -> str:
+    return "**" if p_value < 0.01 else "*" if p_value < 0.05 else ""
+
+
+# table_spec ------------------------------------------------------------------------------------
+
+
+def test_spec_from_config(table):
+    spec = table[0]
+    assert spec.name == "toy_table"
+    assert spec.title == "Toy table: 5_topics, 100% & co"
+    assert spec.columns == ("P@1", "RR", "Rel_Ret")
+    assert spec.reference == "Ref_BM25"
+    assert spec.digits == 3
+    assert spec.notes == ("A toy note.",)
+    assert [name for name, _ in spec.blocks] == ["Base_lines", "Other systems"]
+    assert [row.label for row in spec.rows] == list(LABELS.values())
+    assert [row.kind for row in spec.rows] == ["run", "run", "run", "crossval"]
+    assert spec.rows[1].published == {"P@1": 0.8002, "RR": 0.95, "Rel_Ret": 6.0}
+    assert all(isinstance(value, float) for value in spec.rows[1].published.values())
+    assert spec.rows[2].unavailable == ("Rel_Ret",)
+    assert spec.rows[0].published == {} and spec.rows[0].unavailable == ()
+    assert spec.has_published
+
+
+def test_spec_defaults():
+    config = {"columns": ["RR"], "blocks": [{"rows": [{"label": "a", "run": "a"}]}]}
+    spec = table_spec("bare", config, {"a": "a.trec"})
+    assert spec.title == "bare"
+    assert spec.digits == 3
+    assert spec.reference is None
+    assert spec.notes == ()
+    assert spec.blocks[0][0] == ""
+    assert not spec.has_published
+
+
+# score_rows and table_cells --------------------------------------------------------------------
+
+
+def test_per_topic_scores_equal_the_hand_computed_ones(table):
+    _, per_query, aggregate, _ = table
+    for name in ("ref", "better", "other"):
+        label = LABELS[name]
+        for column, values in PER_TOPIC[name].items():
+            assert per_query[label][column] == pytest.approx(dict(zip(TOPICS, values))), label
+    assert per_query[LABELS["cv"]] == {"P@1": CV_P1, "RR": CV_RR}
+
+
+def test_aggregates_equal_the_hand_computed_ones(table):
+    aggregate = table[2]
+    assert aggregate["Ref_BM25"] == pytest.approx({"P@1": 0.0, "RR": 25 / 60, "Rel_Ret": 4.0})
+    assert aggregate["Better 50% & more"] == pytest.approx({"P@1": 0.8, "RR": 0.9, "Rel_Ret": 5})
+    assert aggregate["Other_run"] == pytest.approx({"P@1": 0.6, "RR": 0.8, "Rel_Ret": 3.0})
+    # A cross-validated row prints the report's mean test score (a mean of fold means).
+    assert aggregate["Fused (CV alpha)"] == {"P@1": CV_P1_MEAN, "RR": CV_RR_MEAN}
+    assert CV_RR_MEAN != pytest.approx(_mean(list(CV_RR.values())))
+
+
+def test_reference_row_has_no_test(table):
+    cells = table[3]["Ref_BM25"]
+    assert cells["RR"] == Cell(pytest.approx(25 / 60), "", None, None)
+    assert all(cell.marker == "" and cell.p_value is None for cell in cells.values())
+
+
+@pytest.mark.parametrize("run", ["better", "other"])
+@pytest.mark.parametrize("column", ["P@1", "RR"])
+def test_p_values_equal_scipy_and_markers_follow_them(table, run, column):
+    cell = table[3][LABELS[run]][column]
+    assert cell.p_value == pytest.approx(_expected_p(run, column), rel=1e-12)
+    assert cell.marker == _marker(cell.p_value)
+
+
+def test_markers_by_hand(table):
+    cells = table[3]
+    # better vs ref on RR: differences 1/2 1/2 2/3 1/4 1/2, t = 7.25 (df 4), p ~ 0.002.
+    assert cells["Better 50% & more"]["RR"].p_value < 0.01
+    assert cells["Better 50% & more"]["RR"].marker == "**"
+    # P@1: differences 1 1 1 0 1, t = 4, p ~ 0.016.
+    assert 0.01 < cells["Better 50% & more"]["P@1"].p_value < 0.05
+    assert cells["Better 50% & more"]["P@1"].marker == "*"
+    # Rel_Ret: differences 0 0 0 0 1, t = 1, p ~ 0.37.
+    assert cells["Better 50% & more"]["Rel_Ret"].p_value == pytest.approx(
+        _expected_p("better", "Rel_Ret")
+    )
+    assert cells["Better 50% & more"]["Rel_Ret"].marker == ""
+    # other vs ref on RR: differences 1/2 0 2/3 1/4 1/2, p ~ 0.03; P@1: 1 0 1 0 1, p ~ 0.07.
+    assert cells["Other_run"]["RR"].marker == "*"
+    assert cells["Other_run"]["P@1"].marker == ""
+
+
+def test_crossval_row_is_tested_on_the_shared_topics(table):
+    cells = table[3]["Fused (CV alpha)"]
+    shared = ["1", "2", "3", "4"]
+    expected = ttest_rel([CV_P1[t] for t in shared], [PER_TOPIC["ref"]["P@1"][0]] * 4).pvalue
+    assert cells["P@1"].p_value == pytest.approx(float(expected), rel=1e-12)
+    assert cells["P@1"].value == CV_P1_MEAN
+    expected_rr = ttest_rel([CV_RR[t] for t in TOPICS], PER_TOPIC["ref"]["RR"]).pvalue
+    assert cells["RR"].p_value == pytest.approx(float(expected_rr), rel=1e-12)
+    assert cells["P@1"].marker == cells["RR"].marker == ""
+
+
+def test_published_values_and_differences(table):
+    cells = table[3]["Better 50% & more"]
+    assert cells["P@1"].published == 0.8002
+    assert cells["P@1"].difference == pytest.approx(0.8 - 0.8002)
+    assert cells["RR"].difference == pytest.approx(0.9 - 0.95)
+    assert cells["Rel_Ret"].published == 6.0
+    assert cells["Rel_Ret"].difference == pytest.approx(-1.0)
+    assert table[3]["Other_run"]["RR"].published is None
+    assert table[3]["Other_run"]["RR"].difference is None
+
+
+def test_unavailable_cells_are_empty(table):
+    cells = table[3]
+    # "other" was evaluated on Rel_Ret, but the row marks it unavailable.
+    assert table[2]["Other_run"]["Rel_Ret"] == 3.0
+    assert cells["Other_run"]["Rel_Ret"] == Cell(None)
+    # The report has no Rel_Ret at all.
+    assert cells["Fused (CV alpha)"]["Rel_Ret"] == Cell(None)
+    assert Cell(None, published=1.0).difference is None
+
+
+# render_markdown -------------------------------------------------------------------------------
+
+
+def test_markdown_table(table):
+    spec, _, _, cells = table
+    text = render_markdown(spec, cells)
+    lines = text.splitlines()
+    assert lines[0] == "# Toy table: 5_topics, 100% & co"
+    assert lines[2] == (
+        "|  | run | P@1 | paper | Δ | RR | paper | Δ | Rel_Ret | paper | Δ |"
+    )
+    assert lines[3] == "|" + "---|" * 11
+    assert lines[4] == "| Base_lines | Ref_BM25 | 0.000 | – | – | 0.417 | – | – | 4 | – | – |"
+    assert lines[5] == (
+        "|  | Better 50% & more | 0.800* | 0.800 | +0.000 | 0.900** | 0.950 | -0.050 "
+        "| 5 | 6 | -1 |"
+    )
+    assert lines[6] == (
+        "| Other systems | Other_run | 0.600 | – | – | 0.800* | – | – | – | – | – |"
+    )
+    assert lines[7] == (
+        f"|  | Fused (CV alpha) | {CV_P1_MEAN:.3f} | – | – | {CV_RR_MEAN:.3f} | – | – "
+        "| – | – | – |"
+    )
+    assert lines[8] == ""
+    assert "reference row (Ref_BM25)" in lines[9]
+    assert lines[-1] == "- A toy note."
+    assert text.endswith("\n")
+
+
+def test_no_negative_zero(table):
+    spec, _, _, cells = table
+    # 0.8 - 0.8002 = -0.0002 rounds to zero and must print as +0.000, never -0.000.
+    assert cells["Better 50% & more"]["P@1"].difference < 0
+    assert "-0.000" not in render_markdown(spec, cells)
+    assert "-0.000" not in render_latex(spec, cells)
+
+
+def test_count_column_is_formatted_as_integers(table):
+    spec, _, _, cells = table
+    text = render_markdown(spec, cells)
+    assert "| 4 |" in text and "| 5 | 6 | -1 |" in text
+    assert "4.000" not in text and "5.000" not in text and "6.000" not in text
+
+
+def test_non_integral_value_keeps_the_digits(table):
+    spec, _, _, cells = table
+    cells = {label: dict(row) for label, row in cells.items()}
+    cells["Ref_BM25"]["Rel_Ret"] = Cell(4.5)
+    text = render_markdown(spec, cells)
+    assert "| 4.500 |" in text and "| 5.000 | 6.000 | -1.000 |" in text
+
+
+def test_markdown_without_published_values(tmp_path: Path):
+    config = {
+        "columns": ["RR"],
+        "reference": "a",
+        "blocks": [{"name": "B", "rows": [{"label": "a", "run": "a"}, {"label": "b", "run": "b"}]}],
+    }
+    spec = table_spec("plain", config, {"a": "a.trec", "b": "b.trec"})
+    cells = {"a": {"RR": Cell(0.25)}, "b": {"RR": Cell(0.5, "*", 0.03)}}
+    lines = render_markdown(spec, cells).splitlines()
+    assert lines[2] == "|  | run | RR |"
+    assert lines[4:6] == ["| B | a | 0.250 |", "|  | b | 0.500* |"]
+    assert not any("paper" in line for line in lines)
+
+
+# render_latex ----------------------------------------------------------------------------------
+
+
+def test_latex_booktabs_and_escaping(table):
+    spec, _, _, cells = table
+    text = render_latex(spec, cells)
+    lines = text.splitlines()
+    assert lines[:4] == [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\begin{tabular}{ll" + "r" * 9 + "}",
+        r"\toprule",
+    ]
+    assert lines[4] == (
+        r" & run & \multicolumn{3}{c}{P@1} & \multicolumn{3}{c}{RR} & "
+        r"\multicolumn{3}{c}{Rel\_Ret} \\"
+    )
+    assert lines[5] == r" & & " + " & ".join([r"ours & paper & $\Delta$"] * 3) + r" \\"
+    assert text.count(r"\toprule") == 1
+    assert text.count(r"\midrule") == 2  # below the header and between the two blocks
+    assert text.count(r"\bottomrule") == 1
+    assert lines.index(r"\bottomrule") > lines.index(r"\midrule")
+    assert r"Base\_lines & Ref\_BM25 & 0.000 & -- & -- & 0.417 & -- & -- & 4 & -- & -- \\" in lines
+    assert (
+        r" & Better 50\% \& more & 0.800$^{*}$ & 0.800 & +0.000 & 0.900$^{**}$ & 0.950 & "
+        r"-0.050 & 5 & 6 & -1 \\"
+    ) in lines
+    assert r"\caption{Toy table: 5\_topics, 100\% \& co}" in lines
+    assert r"\label{tab:toy_table}" in lines
+    assert lines[-1] == r"\end{table}"
+    assert "–" not in text  # the en dash of unavailable cells is written as --
+    body = lines[lines.index(r"\midrule") + 1 : lines.index(r"\bottomrule")]
+    rows = [line for line in body if line != r"\midrule"]
+    assert len(rows) == 4
+    for line in rows:
+        # every & outside the escapes separates the 2 + 3 * 3 cells of a row
+        assert line.replace(r"\&", "").count("&") == 10
+
+
+def test_latex_without_published_values():
+    config = {"columns": ["RR"], "blocks": [{"rows": [{"label": "a_1", "run": "a"}]}]}
+    spec = table_spec("plain", config, {"a_1": "a.trec"})
+    text = render_latex(spec, {"a_1": {"RR": Cell(0.5)}})
+    assert r"\begin{tabular}{llr}" in text
+    assert r"$\Delta$" not in text
+    assert r" & a\_1 & 0.500 \\" in text.splitlines()
+
+
+# write_table_csv and write_per_query ----------------------------------------------------------
+
+
+def test_csv_long_format(table, tmp_path: Path):
+    spec, _, _, cells = table
+    path = tmp_path / "out" / "table.csv"
+    write_table_csv(spec, cells, path)
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == [
+        "block", "run", "column", "value", "marker", "p_value", "published", "difference"
+    ]  # fmt: skip
+    assert len(rows) == 1 + 4 * 3
+    assert [(row[1], row[2]) for row in rows[1:]] == [
+        (label, column) for label in LABELS.values() for column in ("P@1", "RR", "Rel_Ret")
+    ]
+    records = {(row[1], row[2]): row for row in rows[1:]}
+    better = records["Better 50% & more", "RR"]
+    assert better[0] == "Base_lines"  # the block name is on every row of the block
+    assert records["Fused (CV alpha)", "RR"][0] == "Other systems"
+    assert float(better[3]) == pytest.approx(0.9)
+    assert better[4] == "**"
+    assert float(better[5]) == pytest.approx(_expected_p("better", "RR"), rel=1e-12)
+    assert (better[6], float(better[7])) == ("0.95", pytest.approx(-0.05))
+    assert float(records["Ref_BM25", "RR"][3]) == pytest.approx(25 / 60)
+    assert records["Ref_BM25", "RR"][4:] == ["", "", "", ""]
+    assert records["Other_run", "Rel_Ret"][3:] == ["", "", "", "", ""]
+    assert records["Better 50% & more", "Rel_Ret"][6:] == ["6.0", "-1.0"]
+    for row in rows[1:]:
+        if row[5]:
+            assert row[4] == _marker(float(row[5]))
+
+
+def test_per_query_tsv(table, tmp_path: Path):
+    spec, per_query, _, _ = table
+    path = tmp_path / "per_query.tsv"
+    write_per_query(spec, per_query, path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "run\tcolumn\ttopic\tvalue"
+    # 3 run rows x 3 columns x 5 topics; the report has P@1 on 4 topics and RR on 5.
+    assert len(lines) == 1 + 3 * 3 * 5 + 4 + 5
+    assert "Ref_BM25\tRR\t3\t0.3333333333333333" in lines
+    assert "Better 50% & more\tP@1\t4\t0.0" in lines
+    assert "Other_run\tRel_Ret\t3\t0.0" in lines
+    cv_lines = [line for line in lines if line.startswith("Fused (CV alpha)\t")]
+    assert cv_lines[:4] == [
+        "Fused (CV alpha)\tP@1\t1\t1.0",
+        "Fused (CV alpha)\tP@1\t2\t0.0",
+        "Fused (CV alpha)\tP@1\t3\t1.0",
+        "Fused (CV alpha)\tP@1\t4\t1.0",
+    ]
+    assert cv_lines[4:] == [f"Fused (CV alpha)\tRR\t{t}\t{CV_RR[t]!r}" for t in TOPICS]
+    for line in lines[1:]:
+        run, column, topic, value = line.split("\t")
+        assert value == repr(per_query[run][column][topic])
+        assert math.isfinite(float(value))

@@ -1,0 +1,45 @@
+rule fuse_runs:
+    input:
+        lambda w: [
+            run_path(w.collection, w.topics, system)
+            for system in FUSIONS[w.collection][w.topics][w.system]["runs"]
+        ],
+    output:
+        run=paths.run("{collection}", "{topics}", "{system}"),
+    params:
+        method=lambda w: FUSIONS[w.collection][w.topics][w.system]["method"],
+        params=lambda w: FUSIONS[w.collection][w.topics][w.system].get("params", {}),
+        depth=RUN_DEPTH,
+    log:
+        "results/logs/runs/{collection}/{topics}/{system}.fuse.log",
+    wildcard_constraints:
+        system=alternatives(names_in(FUSIONS)),
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/fuse_runs.py"
+
+
+rule crossvalidate:
+    input:
+        dense=lambda w: run_path(
+            CROSSVAL[w.crossval]["collection"], CROSSVAL[w.crossval]["topics"], CROSSVAL[w.crossval]["dense"]
+        ),
+        base=lambda w: run_path(
+            CROSSVAL[w.crossval]["collection"], CROSSVAL[w.crossval]["topics"], CROSSVAL[w.crossval]["base"]
+        ),
+        qrels=lambda w: paths.qrels(CROSSVAL[w.crossval]["collection"], CROSSVAL[w.crossval]["qrels"]),
+    output:
+        report=crossval_report("{crossval}"),
+        folds=f"{paths.RESULTS}/crossval/{{crossval}}.folds.tsv",
+    params:
+        entry=lambda w: CROSSVAL[w.crossval],
+        depth=RUN_DEPTH,
+    log:
+        "results/logs/crossval/{crossval}.log",
+    benchmark:
+        "results/benchmarks/crossval/{crossval}.tsv"
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/crossvalidate.py"

@@ -1,0 +1,45 @@
+"""Snakemake adapter: cross-validate the weight of a linear fusion, one alpha per metric."""
+
+import json
+import logging
+
+from hybrid_ir.crossval import (
+    ALPHAS,
+    PAPER_SEED,
+    crossvalidate_linear,
+    fold_assignment_table,
+    report,
+)
+from hybrid_ir.evaluate import load_qrels
+from hybrid_ir.formats import atomic_output, write_table
+from hybrid_ir.logged import run_step
+from hybrid_ir.runs import read_run
+
+
+def main():
+    entry = snakemake.params.entry
+    results = crossvalidate_linear(
+        read_run(snakemake.input.dense),
+        read_run(snakemake.input.base),
+        load_qrels(snakemake.input.qrels),
+        entry["measures"],
+        alphas=entry.get("alphas", ALPHAS),
+        k_folds=entry.get("folds", 5),
+        seed=entry.get("seed", PAPER_SEED),
+        mode=entry.get("mode", "default"),
+        k=snakemake.params.depth,
+    )
+    summary = report(results)
+    for column, result in summary["columns"].items():
+        logging.info(
+            "%s: mean test %.4f, alphas %s",
+            column,
+            result["mean_test_score"],
+            result["frequencies"],
+        )
+    with atomic_output(snakemake.output.report) as out:
+        json.dump(summary, out, indent=1, sort_keys=True)
+    write_table(snakemake.output.folds, fold_assignment_table(summary["folds"]))
+
+
+run_step(snakemake.log[0], main)

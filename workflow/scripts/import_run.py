@@ -1,0 +1,17 @@
+"""Snakemake adapter: import an external run file as a canonical TREC run."""
+
+import logging
+
+from hybrid_ir.logged import run_step
+from hybrid_ir.runs import read_run, write_run
+
+
+def main():
+    run = read_run(snakemake.input[0])
+    lines = write_run(
+        run, snakemake.output.run, tag=snakemake.wildcards.system, k=snakemake.params.depth
+    )
+    logging.info("%d topics, %d lines (top %d per topic)", len(run), lines, snakemake.params.depth)
+
+
+run_step(snakemake.log[0], main)

@@ -1,0 +1,32 @@
+"""Snakemake adapter: a paper-style table (Markdown, LaTeX, CSV, per-topic scores)."""
+
+from hybrid_ir.formats import atomic_output
+from hybrid_ir.logged import run_step
+from hybrid_ir.tables import (
+    render_latex,
+    render_markdown,
+    score_rows,
+    table_cells,
+    table_spec,
+    write_per_query,
+    write_table_csv,
+)
+
+
+def main():
+    config = snakemake.params.spec
+    labels = [row["label"] for block in config["blocks"] for row in block["rows"]]
+    spec = table_spec(
+        snakemake.params.name, config, {label: snakemake.input[label] for label in labels}
+    )
+    per_query, aggregate = score_rows(spec, snakemake.input.qrels, config["measures"])
+    cells = table_cells(spec, per_query, aggregate)
+    with atomic_output(snakemake.output.markdown) as out:
+        out.write(render_markdown(spec, cells))
+    with atomic_output(snakemake.output.latex) as out:
+        out.write(render_latex(spec, cells))
+    write_table_csv(spec, cells, snakemake.output.csv)
+    write_per_query(spec, per_query, snakemake.output.per_query)
+
+
+run_step(snakemake.log[0], main)
