@@ -111,6 +111,17 @@ def test_evaluate_csv_per_query(capsys, files):
     assert rows[5][2:] == ["0.0", "0.0", ""]
 
 
+def test_evaluate_json_per_query(capsys, files):
+    rows = json.loads(_evaluate(capsys, files, "--per-query", "--format", "json"))
+    assert [row["topic"] for row in rows] == ["all", "q1", "q2", "q3", "q4"]
+    assert rows[2] == {
+        "run": files["dense"], "topic": "q2", "R@1": 0.0, "R@2": 1.0,
+        "nDCG'": pytest.approx(NDCG_Q2),
+    }  # fmt: skip
+    assert rows[4]["nDCG'"] is None  # q4 keeps no judged document
+    assert rows[0]["nDCG'"] == pytest.approx(NDCG_PRIME)
+
+
 def test_evaluate_json_two_runs(capsys, files):
     code, out, err = _run(
         capsys,
@@ -235,9 +246,9 @@ def test_fuse_default_output_name(capsys, files, monkeypatch):
     code, out, _ = _run(capsys, ["fuse", "--method", "combsum", files["dense"], files["base"]])
     assert code == 0
     assert out == "10 lines written to combsum.trec\n"
-    assert Path(files["dir"], "combsum.trec").read_text().startswith(
-        "q1 Q0 b 1 1.000000 combsum\nq1 Q0 a 2 1.000000 combsum\n"  # a: 1 + 0, b: 0 + 1
-    )
+    fused = Path(files["dir"], "combsum.trec").read_text(encoding="utf-8")
+    # q1: a = 1 + 0, b = 0 + 1, x = 0 + 0; a and b tie, the larger id first.
+    assert fused.startswith("q1 Q0 b 1 1.000000 combsum\nq1 Q0 a 2 1.000000 combsum\n")
 
 
 def test_unknown_fusion_method_is_one_line(capsys, files, tmp_path):
@@ -272,9 +283,16 @@ def test_bad_fusion_parameters_are_one_line(capsys, files, args, problem):
 # Per-topic scores of alpha * minmax(dense) + (1 - alpha) * minmax(base), by hand:
 # alpha 0.2 ranks b, c, f, z first (q1..q4); alpha 0.8 ranks a, d, e, z first.
 CV_SCORES = {
-    "R@1": {0.2: {"q1": 0, "q2": 1, "q3": 0.5, "q4": 0}, 0.8: {"q1": 1, "q2": 0, "q3": 0.5, "q4": 0}},
+    "R@1": {
+        0.2: {"q1": 0, "q2": 1, "q3": 0.5, "q4": 0},
+        0.8: {"q1": 1, "q2": 0, "q3": 0.5, "q4": 0},
+    },
     "P@1": {0.2: {"q1": 0, "q2": 1, "q3": 1, "q4": 0}, 0.8: {"q1": 1, "q2": 0, "q3": 1, "q4": 0}},
 }
+
+
+def _mean(scores: dict[str, float], topics: list[str]) -> float:
+    return sum(scores[topic] for topic in topics) / len(topics)
 
 
 def test_crossval_two_folds(capsys, files, tmp_path):
@@ -288,42 +306,38 @@ def test_crossval_two_folds(capsys, files, tmp_path):
     )  # fmt: skip
     assert code == 0, err
     report = json.loads(report_path.read_text(encoding="utf-8"))
+    # Seed 7 draws folds {q1, q3} and {q2, q4} (default folds depend on topic set and seed only).
     folds = report["folds"]
-    assert len(folds) == 2 and [len(fold) for fold in folds] == [2, 2]
-    assert sorted(folds[0] + folds[1]) == ["q1", "q2", "q3", "q4"]
+    assert folds == [["q1", "q3"], ["q2", "q4"]]
+    # Fold 0 trains on q2, q4, where 0.2 wins (R@1 1/2 vs 0), and tests on q1, q3: (0 + 1/2) / 2.
+    # Fold 1 trains on q1, q3, where 0.8 wins (3/4 vs 1/4), and tests on q2, q4: 0.
+    # P@1 likewise: 0.2 then 0.8, fold scores 1/2 and 0.
+    assert out.splitlines() == [
+        "| metric | cross-validated | alpha per fold |",
+        "|---|---|---|",
+        "| R@1 | 0.1250 | 0.2 0.8 |",
+        "| P@1 | 0.2500 | 0.2 0.8 |",
+    ]
     assert sorted(report["columns"]) == ["P@1", "R@1"]  # the JSON keys are sorted
-
-    lines = out.splitlines()
-    assert lines[:2] == ["| metric | cross-validated | alpha per fold |", "|---|---|---|"]
-    assert len(lines) == 4
-    for line, (column, scores) in zip(lines[2:], CV_SCORES.items(), strict=True):
+    for column, scores in CV_SCORES.items():
         result = report["columns"][column]
-        per_topic, test_scores, params = {}, [], []
-        for index, fold in enumerate(folds):
-            train = folds[1 - index]
-
-            def mean(alpha, topics, scores=scores):
-                return sum(scores[alpha][topic] for topic in topics) / len(topics)
-
-            alpha = max([0.2, 0.8], key=lambda a, train=train: mean(a, train))  # first max wins
-            params.append(alpha)
-            test_scores.append(mean(alpha, fold))
-            per_topic |= {topic: scores[alpha][topic] for topic in fold}
+        assert result["frequencies"] == [[0.2, 1], [0.8, 1]]
+        per_topic, test_scores = {}, []
+        for index, (alpha, test, train) in enumerate(
+            [(0.2, folds[0], folds[1]), (0.8, folds[1], folds[0])]
+        ):
+            other = 0.8 if alpha == 0.2 else 0.2
+            assert _mean(scores[alpha], train) > _mean(scores[other], train)
+            test_scores.append(_mean(scores[alpha], test))
+            per_topic |= {topic: scores[alpha][topic] for topic in test}
             assert result["folds"][index] == {
                 "fold": index,
                 "param": alpha,
-                "train_score": pytest.approx(mean(alpha, train)),
+                "train_score": pytest.approx(_mean(scores[alpha], train)),
                 "test_score": pytest.approx(test_scores[-1]),
             }
         assert result["per_topic"] == pytest.approx(per_topic)
         assert result["mean_test_score"] == pytest.approx(sum(test_scores) / 2)
-        counts: dict[float, int] = {}
-        for alpha in params:
-            counts[alpha] = counts.get(alpha, 0) + 1
-        assert result["frequencies"] == [[alpha, count] for alpha, count in counts.items()]
-        assert line == (
-            f"| {column} | {result['mean_test_score']:.4f} | {' '.join(map(str, params))} |"
-        )
 
 
 def test_crossval_without_report(capsys, files):

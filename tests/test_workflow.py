@@ -113,9 +113,7 @@ def workdir(tmp_path_factory) -> Path:
         },
         "expected": ["expected/toy.yaml"],
         "external_runs": {"toy": {"test": {"other": EXTERNAL_RUN}}},
-        "fusions": {
-            "toy": {"test": {"rrf": {"method": "rrf", "runs": ["bm25-flat", "other"]}}}
-        },
+        "fusions": {"toy": {"test": {"rrf": {"method": "rrf", "runs": ["bm25-flat", "other"]}}}},
         "crossval": {
             "toy-linear": {
                 "collection": "toy",

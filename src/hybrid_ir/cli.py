@@ -170,9 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
         # the subcommand's own ``--help``.
         return commands.add_parser(name, description=options.get("help"), **options)
 
-    manifest = command(
-        "manifest", help="rebuild the raw-file manifest from a mirror's SOURCES.md"
-    )
+    manifest = command("manifest", help="rebuild the raw-file manifest from a mirror's SOURCES.md")
     manifest.add_argument("sources", help="SOURCES.md at the root of the mirror's data folder")
     manifest.add_argument("-o", "--output", default="workflow/resources/manifest.tsv")
     manifest.set_defaults(handler=_manifest)

@@ -221,9 +221,21 @@ def write_per_query(
         out.write("run\tcolumn\ttopic\tvalue\n")
         for row in spec.rows:
             for column in spec.columns:
+                if column in row.unavailable:
+                    continue
                 scores = per_query[row.label].get(column, {})
                 for topic in sorted(scores, key=topic_sort_key):
                     out.write(f"{row.label}\t{column}\t{topic}\t{scores[topic]!r}\n")
+
+
+def _reference_scores(
+    spec: TableSpec, per_query: dict[str, dict[str, dict[str, float]]], column: str
+) -> dict[str, float] | None:
+    """The reference row's per-topic scores of a column, if it has that column at all."""
+    reference = next((row for row in spec.rows if row.label == spec.reference), None)
+    if reference is None or column in reference.unavailable:
+        return None
+    return per_query[reference.label].get(column)
 
 
 def table_cells(
@@ -244,7 +256,7 @@ def table_cells(
                 cells[row.label][column] = Cell(None, published=row.published.get(column))
                 continue
             mark, p_value = "", None
-            reference = per_query.get(spec.reference or "", {}).get(column)
+            reference = _reference_scores(spec, per_query, column)
             if reference is not None and row.label != spec.reference:
                 test = paired_ttest(per_query[row.label][column], reference)
                 p_value, mark = test.pvalue, test.marker
@@ -261,19 +273,20 @@ def _format(value: float | None, digits: int, signed: bool = False) -> str:
     return f"{rounded:+.{digits}f}" if signed else f"{rounded:.{digits}f}"
 
 
-def _integral_columns(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> set[str]:
-    """Columns of counts (e.g. Rel_Ret): every value there, ours and the paper's, is integral."""
-    integral = set()
+def _integral_columns(spec: TableSpec) -> set[str]:
+    """Count columns (totals such as Rel_Ret), printed as integers."""
+    from hybrid_ir.errors import ConfigError
+    from hybrid_ir.evaluate import resolve_measures
+
+    counts = set()
     for column in spec.columns:
-        values = [
-            value
-            for row in spec.rows
-            for value in (cells[row.label][column].value, cells[row.label][column].published)
-            if value is not None
-        ]
-        if values and all(float(value).is_integer() for value in values):
-            integral.add(column)
-    return integral
+        try:
+            (resolved,) = resolve_measures([column])
+        except (ConfigError, ValueError):
+            continue
+        if resolved.total:
+            counts.add(column)
+    return counts
 
 
 def _row_texts(
@@ -295,7 +308,7 @@ def _headers(spec: TableSpec) -> list[str]:
 
 def render_markdown(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
     headers = _headers(spec)
-    integral = _integral_columns(spec, cells)
+    integral = _integral_columns(spec)
     lines = [f"# {spec.title}", "", "| " + " | ".join(headers) + " |"]
     lines.append("|" + "---|" * len(headers))
     for block, rows in spec.blocks:
@@ -336,7 +349,7 @@ _LATEX_SPECIAL = str.maketrans({"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", 
 def render_latex(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
     """A booktabs table; the paper and Δ sub-columns appear when published values exist."""
     width = 3 if spec.has_published else 1
-    integral = _integral_columns(spec, cells)
+    integral = _integral_columns(spec)
     lines = [
         r"\begin{table}[t]",
         r"\centering",
