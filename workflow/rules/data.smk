@@ -2,6 +2,7 @@ rule fetch_raw:
     output:
         "results/raw/{path}",
     params:
+        code=code_version("fetch"),
         entry=lambda wildcards: MANIFEST[wildcards.path],
         mirror=MIRROR,
     log:
@@ -25,6 +26,7 @@ for _name in COLLECTIONS:
         output:
             **converted_outputs(_name),
         params:
+            code=code_version("collections"),
             collection=_name,
             reader=COLLECTIONS[_name]["reader"],
         log:

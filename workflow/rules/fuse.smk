@@ -7,6 +7,7 @@ rule fuse_runs:
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
     params:
+        code=code_version("fusion", "runs"),
         method=lambda w: FUSIONS[w.collection][w.topics][w.system]["method"],
         params=lambda w: FUSIONS[w.collection][w.topics][w.system].get("params", {}),
         depth=RUN_DEPTH,
@@ -33,6 +34,7 @@ rule crossvalidate:
         report=crossval_report("{crossval}"),
         folds=f"{paths.RESULTS}/crossval/{{crossval}}.folds.tsv",
     params:
+        code=code_version("crossval", "fusion", "evaluate", "runs"),
         entry=lambda w: CROSSVAL[w.crossval],
         depth=RUN_DEPTH,
     log:

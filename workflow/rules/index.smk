@@ -5,6 +5,7 @@ rule bm25_index:
         index=directory(paths.index("{collection}", "bm25-{layout}")),
         stats=paths.index_stats("{collection}", "bm25-{layout}"),
     params:
+        code=code_version("index", "lucene"),
         layout="{layout}",
     threads: BM25.get("index_threads", 1)
     log:

@@ -5,6 +5,7 @@ rule bm25_search:
     output:
         run=paths.run("{collection}", "{topics}", "bm25-{layout}"),
     params:
+        code=code_version("search", "lucene"),
         layout="{layout}",
         k1=BM25["k1"],
         b=BM25["b"],
@@ -43,6 +44,7 @@ rule import_run:
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
     params:
+        code=code_version("runs"),
         depth=RUN_DEPTH,
     log:
         "results/logs/runs/{collection}/{topics}/{system}.import.log",

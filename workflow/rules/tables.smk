@@ -6,6 +6,7 @@ rule bm25_table:
         markdown="results/tables/bm25.md",
         csv="results/tables/bm25.csv",
     params:
+        code=code_version("tables", "checks", "config"),
         experiments=BM25["experiments"],
         k1=BM25["k1"],
         b=BM25["b"],
@@ -23,6 +24,8 @@ rule check_scores:
         expected=config["expected"],
     output:
         "results/checks/summary.tsv",
+    params:
+        code=code_version("checks", "config"),
     log:
         "results/logs/checks/summary.log",
     conda:
@@ -36,6 +39,8 @@ rule assert_scores:
         "results/checks/summary.tsv",
     output:
         touch("results/checks/passed"),
+    params:
+        code=code_version("checks"),
     log:
         "results/logs/checks/passed.log",
     conda:
@@ -54,6 +59,7 @@ rule paper_table:
         csv="results/tables/{table}.csv",
         per_query="results/tables/{table}.per_query.tsv",
     params:
+        code=code_version("tables", "evaluate", "stats", "runs"),
         name="{table}",
         spec=lambda w: TABLES[w.table],
     log:
