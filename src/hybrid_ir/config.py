@@ -27,11 +27,30 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     _check_references(config, source)
 
 
+def topic_sets(experiment: dict) -> list[str]:
+    """An experiment's topic sets: ``topics`` is one name or a list of names."""
+    topics = experiment["topics"]
+    return [topics] if isinstance(topics, str) else list(topics)
+
+
+def evaluation_pairs(experiment: dict) -> list[tuple[str, str]]:
+    """(topic set, qrels set) pairs an experiment evaluates.
+
+    With one topic set, every listed qrels set judges it (CF: ``all`` with ``binary`` and
+    ``graded``); with several, each topic set is judged by the qrels set of the same name
+    (ARQMath: ``arqmath1`` and ``arqmath2``).
+    """
+    sets = topic_sets(experiment)
+    if len(sets) == 1:
+        return [(sets[0], qrels) for qrels in experiment["qrels"]]
+    return [(topics, topics) for topics in sets if topics in experiment["qrels"]]
+
+
 def systems(config: dict, collection: str, topics: str) -> dict[str, str]:
     """Every run the configuration produces for a collection's topic set: name -> origin."""
     origins: dict[str, str] = {}
     experiment = config.get("bm25", {}).get("experiments", {}).get(collection)
-    if experiment and experiment["topics"] == topics:
+    if experiment and topics in topic_sets(experiment):
         origins |= {f"bm25-{layout}": "bm25" for layout in experiment["layouts"]}
     for origin in ("external_runs", "fusions"):
         for name in config.get(origin, {}).get(collection, {}).get(topics, {}):
@@ -114,10 +133,18 @@ def _check_references(config: dict, source: str) -> None:
             raise ConfigError(
                 f"{source}: bm25.experiments.{name}: collection {name!r} has no corpus"
             )
-        if experiment["topics"] not in collection["topics"]:
+        for topics in topic_sets(experiment):
+            if topics not in collection["topics"]:
+                raise ConfigError(
+                    f"{source}: bm25.experiments.{name}.topics: {topics!r} is not one of "
+                    f"the collection's topic sets {collection['topics']}"
+                )
+        if len(topic_sets(experiment)) > 1 and len(evaluation_pairs(experiment)) < len(
+            topic_sets(experiment)
+        ):
             raise ConfigError(
-                f"{source}: bm25.experiments.{name}.topics: {experiment['topics']!r} is not one of "
-                f"the collection's topic sets {collection['topics']}"
+                f"{source}: bm25.experiments.{name}.qrels: with several topic sets, each needs "
+                "a qrels set of the same name"
             )
         for qrels in experiment["qrels"]:
             if qrels not in collection["qrels"]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from hybrid_ir.errors import ConfigError
@@ -28,19 +29,27 @@ def check_layout(layout: str) -> str:
     return layout
 
 
-def write_anserini_input(corpus_path: str | Path, destination: Path) -> int:
-    """Write the canonical corpus as the BEIR JSON Lines that Anserini's readers expect."""
+def write_anserini_input(
+    corpus_path: str | Path, destination: Path, text_fields: Sequence[str] = ("text",)
+) -> int:
+    """Write the canonical corpus as the BEIR JSON Lines that Anserini's readers expect; the
+    text is the given fields joined by a space (ARQMath Q+A: question and answer)."""
     count = 0
     with atomic_output(destination) as out:
         for record in read_records(corpus_path):
-            beir = {"_id": record["id"], "title": record["title"], "text": record["text"]}
+            text = " ".join(str(record[field]) for field in text_fields if record.get(field))
+            beir = {"_id": record["id"], "title": record["title"], "text": text}
             out.write(json.dumps(beir, ensure_ascii=False) + "\n")
             count += 1
     return count
 
 
 def build_bm25_index(
-    corpus_path: str | Path, index_dir: str | Path, layout: str, threads: int = 1
+    corpus_path: str | Path,
+    index_dir: str | Path,
+    layout: str,
+    threads: int = 1,
+    text_fields: Sequence[str] = ("text",),
 ) -> dict:
     """Index the corpus into ``index_dir`` (created atomically) and return its statistics.
 
@@ -60,7 +69,7 @@ def build_bm25_index(
     staging = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.", dir=index_dir.parent))
     try:
         input_dir = staging / "input"
-        write_anserini_input(corpus_path, input_dir / "corpus.jsonl")
+        write_anserini_input(corpus_path, input_dir / "corpus.jsonl", text_fields)
         building = staging / "index"
         pyserini = pyserini_modules()
         pyserini.IndexCollection.main(

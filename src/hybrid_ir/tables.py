@@ -36,17 +36,21 @@ def _expected_band(expected: list[dict], collection: str, run: str, qrels: str, 
 
 def bm25_rows(experiments: dict, expected: list[dict], root: str | Path = ".") -> list[ScoreRow]:
     """One row per collection, layout, qrels set and metric of the configured BM25 runs."""
+    from hybrid_ir.config import evaluation_pairs
+    from hybrid_ir.evaluate import resolve_measures
+
     rows = []
     for collection, experiment in experiments.items():
         for layout in experiment["layouts"]:
             run = f"bm25-{layout}"
-            for qrels_set, measures in experiment["qrels"].items():
-                path = Path(root) / paths.evaluation(
-                    collection, experiment["topics"], run, qrels_set
-                )
+            for topic_set, qrels_set in evaluation_pairs(experiment):
+                columns = [
+                    column.name for column in resolve_measures(experiment["qrels"][qrels_set])
+                ]
+                path = Path(root) / paths.evaluation(collection, topic_set, run, qrels_set)
                 with open(path, encoding="utf-8") as handle:
                     aggregate = json.load(handle)["aggregate"]
-                for metric in measures:
+                for metric in columns:
                     band = _expected_band(expected, collection, run, qrels_set, metric)
                     value = aggregate[metric]
                     status = "-"
@@ -56,7 +60,7 @@ def bm25_rows(experiments: dict, expected: list[dict], root: str | Path = ".") -
                     rows.append(
                         ScoreRow(
                             collection,
-                            experiment["topics"],
+                            topic_set,
                             run,
                             qrels_set,
                             metric,
@@ -86,12 +90,13 @@ def write_csv(rows: list[ScoreRow], path: str | Path) -> None:
 
 
 def write_markdown(rows: list[ScoreRow], path: str | Path, title: str, notes: list[str]) -> None:
-    """A block per collection: runs as rows, each metric as a reproduced / expected pair."""
+    """A block per collection and topic set: runs as rows, each metric as a reproduced /
+    expected pair."""
     lines = [f"# {title}", ""]
-    for collection in dict.fromkeys(row.collection for row in rows):
-        block = [row for row in rows if row.collection == collection]
+    for collection, topics in dict.fromkeys((row.collection, row.topics) for row in rows):
+        block = [row for row in rows if (row.collection, row.topics) == (collection, topics)]
         metrics = list(dict.fromkeys((row.qrels, row.metric) for row in block))
-        lines += [f"## {collection} ({block[0].topics} topics)", ""]
+        lines += [f"## {collection} ({topics} topics)", ""]
         header = ["run"]
         for qrels, metric in metrics:
             header += [f"{metric} ({qrels})", "expected"]

@@ -9,7 +9,7 @@ from snakemake.exceptions import WorkflowError
 
 from hybrid_ir import paths
 from hybrid_ir.checks import checks_from_expected
-from hybrid_ir.config import load_expected, systems, validate_config
+from hybrid_ir.config import evaluation_pairs, load_expected, systems, validate_config
 from hybrid_ir.errors import HybridIRError
 from hybrid_ir.fetch import load_manifest, mirror_root
 
@@ -90,9 +90,9 @@ def converted_outputs(name):
 def bm25_evaluations(name):
     experiment = BM25["experiments"][name]
     return [
-        paths.evaluation(name, experiment["topics"], f"bm25-{layout}", qrels)
+        paths.evaluation(name, topics, f"bm25-{layout}", qrels)
         for layout in experiment["layouts"]
-        for qrels in experiment["qrels"]
+        for topics, qrels in evaluation_pairs(experiment)
     ]
 
 

