@@ -12,13 +12,15 @@ cannot tell the noun ``saw`` from the verb, which is the price of needing no mod
 1. cleaning (:func:`clean_text`), which keeps the words of ``$...$`` / ``$$...$$`` math so
    formulas in math-aware collections (ARQMath) are neither eaten by the tag pattern
    (``$a<b$ and $c>d$`` looks like a tag) nor lost;
-2. lowercasing, before tokenization, because the lookup tables are keyed on lowercase forms
-   (``Mice`` is not in the table, ``mice`` is);
-3. spaCy's rule-based tokenizer for the language (``spacy.blank``), keeping tokens that
+2. spaCy's rule-based tokenizer for the language (``spacy.blank``), keeping tokens that
    contain a letter or digit, so punctuation and symbols are never terms;
-4. stop-word removal on the surface form with spaCy's built-in list for the language (before
-   lemmatization, as in the paper);
-5. lookup lemmatization.
+3. stop-word removal on the surface form with spaCy's built-in list for the language (before
+   lemmatization, as in the paper; spaCy compares in lowercase);
+4. lookup lemmatization of the token as written, then, when the table lacks that form and
+   lowercasing is on, of its lowercase form: German tables are keyed on capitalized nouns
+   (``Häuser -> Haus``), English ones on lowercase words (sentence-initial ``Mice`` is only
+   found as ``mice -> mouse``);
+5. lowercasing of the resulting term.
 
 Everything is a pure function of the text and the installed spaCy data, hence deterministic.
 """
@@ -32,6 +34,7 @@ from collections.abc import Iterable, Iterator
 
 import spacy
 from spacy.language import Language
+from spacy.tokens import Token
 from spacy.util import registry
 
 from hybrid_ir.errors import ConfigError
@@ -140,6 +143,9 @@ class Analyzer:
         self.lemmatize = lemmatize
         self.lowercase = lowercase
         self._nlp = _pipeline(language, lemmatize)
+        self._lemmas = (
+            self._nlp.get_pipe("lemmatizer").lookups.get_table("lemma_lookup") if lemmatize else {}
+        )
         self._cache: dict[str, list[str]] = {}
         if stop_words and not self._nlp.Defaults.stop_words:
             raise ConfigError(
@@ -171,16 +177,11 @@ class Analyzer:
         terms: list[list[str]] = []
         batch: list[list[str]] = []
         for text in texts:
-            batch.append(self._prepare(text).split())
+            batch.append((clean_text(text) if self.clean else text).split())
             if len(batch) == BATCH_SIZE:
                 terms += self._analyze_batch(batch)
                 batch = []
         return terms + self._analyze_batch(batch)
-
-    def _prepare(self, text: str) -> str:
-        if self.clean:
-            text = clean_text(text)
-        return text.lower() if self.lowercase else text
 
     def _analyze_batch(self, texts: list[list[str]]) -> list[list[str]]:
         """Terms of whitespace-split texts, analysing the chunks missing from the cache."""
@@ -204,7 +205,7 @@ class Analyzer:
             "\n".join(chunks[start : start + PIPE_CHUNKS])
             for start in range(0, len(chunks), PIPE_CHUNKS)
         )
-        drop_stop, lemmatize, lower = self.stop_words, self.lemmatize, self.lowercase
+        drop_stop = self.stop_words
         for doc in self._nlp.pipe(joined):
             current: list[str] = []
             for token in doc:
@@ -212,6 +213,15 @@ class Analyzer:
                     yield current
                     current = []
                 elif not (drop_stop and token.is_stop) and _WORD.search(token.text):
-                    term = token.lemma_ if lemmatize else token.text
-                    current.append(term.lower() if lower else term)
+                    current.append(self._term(token))
             yield current
+
+    def _term(self, token: Token) -> str:
+        """A kept token's term: its lemma (step 4), lowercased (step 5) when asked for."""
+        term = token.lemma_ if self.lemmatize else token.text
+        if not self.lowercase:
+            return term
+        if self.lemmatize and term == token.text:
+            found = self._lemmas.get(token.lower_, token.lower_)
+            term = found if isinstance(found, str) else found[0]  # some tables list lemmas
+        return term.lower()

@@ -52,6 +52,9 @@ def systems(config: dict, collection: str, topics: str) -> dict[str, str]:
     experiment = config.get("bm25", {}).get("experiments", {}).get(collection)
     if experiment and topics in topic_sets(experiment):
         origins |= {f"bm25-{layout}": "bm25" for layout in experiment["layouts"]}
+    for name, retriever in config.get("retrievers", {}).get(collection, {}).items():
+        if topics in retriever["topics"]:
+            origins[name] = "retrievers"
     for origin in ("external_runs", "fusions"):
         for name in config.get(origin, {}).get(collection, {}).get(topics, {}):
             if name in origins:
@@ -91,6 +94,18 @@ def _check_runs_and_tables(config: dict) -> None:
                 where = f"{origin}.{collection}.{topics}"
                 _check_collection_sets(config, where, {"collection": collection, "topics": topics})
                 systems(config, collection, topics)
+    for collection, retrievers in config.get("retrievers", {}).items():
+        for name, retriever in retrievers.items():
+            where = f"retrievers.{collection}.{name}"
+            for topics in retriever["topics"]:
+                entry = {"collection": collection, "topics": topics}
+                _check_collection_sets(config, where, entry)
+                if "base" in retriever:
+                    _check_run(config, f"{where}.base", collection, topics, retriever["base"])
+            if "tune" in retriever:
+                tune = retriever["tune"]
+                entry = {"collection": collection, "topics": tune["topics"], "qrels": tune["qrels"]}
+                _check_collection_sets(config, f"{where}.tune", entry)
     for collection, by_topics in config.get("fusions", {}).items():
         for topics, fusions in by_topics.items():
             for name, fusion in fusions.items():

@@ -25,6 +25,7 @@ k1/b grid (Appendix F), ensemble share eta (Algorithm 1, Table 2) and Recall@k c
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Self, TypeVar
@@ -114,10 +115,10 @@ def top_k(scores: sparse.csr_matrix, topics: Sequence[str], docs: np.ndarray, k:
     return canonicalize(run, k)
 
 
-class _SparseRetriever:
+class _SparseRetriever(ABC):
     """Shared fitting and searching: subclasses say how documents and queries become vectors.
 
-    ``_fit_terms`` builds the document matrix from analysed documents; ``encode`` turns topics
+    ``_fit_texts`` builds the document matrix from the corpus texts; ``encode`` turns topics
     into a query matrix (kept separate from ranking, so tuning encodes its queries once);
     ``_score`` multiplies the two.
     """
@@ -149,14 +150,17 @@ class _SparseRetriever:
         """Score encoded queries against every document and keep each topic's top ``k``."""
         return top_k(sparse.csr_matrix(self._score(matrix)), topics, self.doc_ids, k)
 
+    @abstractmethod
     def _fit_texts(self, texts: list[str]) -> None:
-        raise NotImplementedError
+        """Build the document matrix from the corpus texts."""
 
+    @abstractmethod
     def _encode_texts(self, texts: list[str]) -> sparse.csr_matrix:
-        raise NotImplementedError
+        """The query matrix of query texts."""
 
+    @abstractmethod
     def _score(self, queries: sparse.csr_matrix) -> sparse.spmatrix:
-        raise NotImplementedError
+        """Scores, one row per query and one column per document."""
 
 
 class TfidfCosine(_SparseRetriever):

@@ -31,6 +31,7 @@ EXTERNAL_RUNS = config.get("external_runs", {})
 FUSIONS = config.get("fusions", {})
 CROSSVAL = config.get("crossval", {})
 TABLES = config.get("tables", {})
+RETRIEVERS = config.get("retrievers", {})
 RUN_DEPTH = config.get("run_depth", 1000)
 LAYOUTS = ("flat", "multifield")
 # One environment for every rule; its path is relative to the rule files in workflow/rules.
@@ -123,6 +124,19 @@ def run_path(collection, topics, system):
     if system not in systems(config, collection, topics):
         raise WorkflowError(f"hybrid-ir: no run {system!r} for {collection}/{topics}")
     return paths.run(collection, topics, system)
+
+
+def retriever_inputs(wildcards):
+    """Corpus and topics of a retriever's run, its base run and its tuning split if any."""
+    collection, topics = wildcards.collection, wildcards.topics
+    retriever = RETRIEVERS[collection][wildcards.system]
+    inputs = {"corpus": paths.corpus(collection), "topics": paths.topics(collection, topics)}
+    if "base" in retriever:
+        inputs["base"] = run_path(collection, topics, retriever["base"])
+    if "tune" in retriever:
+        inputs["tune_topics"] = paths.topics(collection, retriever["tune"]["topics"])
+        inputs["tune_qrels"] = paths.qrels(collection, retriever["tune"]["qrels"])
+    return inputs
 
 
 def table_sources(name):

@@ -54,3 +54,26 @@ rule import_run:
         CONDA_ENV
     script:
         "../scripts/import_run.py"
+
+
+rule retrieve:
+    input:
+        unpack(retriever_inputs),
+    output:
+        run=paths.run("{collection}", "{topics}", "{system}"),
+        facts=f"{paths.RESULTS}/runs/{{collection}}/{{topics}}/{{system}}.facts.json",
+    params:
+        code=code_version("retrieval", "sparse", "analysis", "dense", "askme", "runs"),
+        retriever=lambda w: RETRIEVERS[w.collection][w.system],
+        depth=RUN_DEPTH,
+    threads: 2
+    log:
+        "results/logs/runs/{collection}/{topics}/{system}.retrieve.log",
+    benchmark:
+        "results/benchmarks/runs/{collection}/{topics}/{system}.tsv"
+    wildcard_constraints:
+        system=alternatives({name for runs in RETRIEVERS.values() for name in runs}),
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/retrieve.py"

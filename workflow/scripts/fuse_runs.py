@@ -10,7 +10,7 @@ from hybrid_ir.runs import read_run, write_run
 def main():
     params = snakemake.params
     runs = [read_run(path) for path in snakemake.input]
-    fused = fuse(params.method, runs, k=params.depth, **params.params)
+    fused = fuse(params.method, runs, **({"k": params.depth} | params.params))
     lines = write_run(fused, snakemake.output.run, tag=snakemake.wildcards.system, k=params.depth)
     logging.info("%s of %d runs: %d topics, %d lines", params.method, len(runs), len(fused), lines)
 

@@ -1,0 +1,141 @@
+"""Retrievers named in configuration: a model, its parameters, canonical corpus and topics -> a run.
+
+Models: ``tfidf_cosine`` (paper 003's VSR, paper 001's tf-idf), ``pivoted_tfidf`` and
+``sparse_bm25`` (paper 002, sparse matrices; ``sparse_bm25`` can tune k1/b on a development
+split first), ``dense`` (a sentence encoder, paper 003), and ``askme`` (paper 004: re-ranks a
+base run). Each returns the run and a dict of facts worth logging (tuned parameters, sizes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hybrid_ir.errors import ConfigError
+from hybrid_ir.formats import read_records
+from hybrid_ir.runs import Run, read_run
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a retriever needs: files, fields and parameters from its configuration entry."""
+
+    corpus: Path
+    topics: Path
+    params: Mapping[str, Any] = field(default_factory=dict)
+    doc_fields: Sequence[str] = ("title", "text")
+    query_fields: Sequence[str] = ("title", "text")
+    analyzer: Mapping[str, Any] | None = None
+    depth: int = 1000
+    base: Path | None = None
+    tune: Mapping[str, Any] | None = None
+    tune_topics: Path | None = None
+    tune_qrels: Path | None = None
+
+
+def _texts(path: Path, fields: Sequence[str]) -> dict[str, str]:
+    from hybrid_ir.sparse import record_texts
+
+    return record_texts(read_records(path), fields)
+
+
+def _analyzer(request: Request):
+    from hybrid_ir.analysis import Analyzer
+
+    return Analyzer(**(request.analyzer or {}))
+
+
+def _fit_and_search(model, request: Request) -> tuple[Run, dict]:
+    model.fit(_texts(request.corpus, request.doc_fields))
+    return model.search(_texts(request.topics, request.query_fields), request.depth), {}
+
+
+def tfidf_cosine(request: Request) -> tuple[Run, dict]:
+    from hybrid_ir.sparse import TfidfCosine
+
+    analyzer = _analyzer(request) if request.analyzer is not None else None
+    return _fit_and_search(TfidfCosine(analyzer=analyzer, **request.params), request)
+
+
+def pivoted_tfidf(request: Request) -> tuple[Run, dict]:
+    from hybrid_ir.sparse import PivotedTfidf
+
+    return _fit_and_search(PivotedTfidf(_analyzer(request), **request.params), request)
+
+
+def sparse_bm25(request: Request) -> tuple[Run, dict]:
+    """BM25 as a sparse matrix; with ``tune``, k1 and b are first grid-searched on the
+    development topics and qrels (paper 002's first tuning stage), then used on the topics."""
+    from hybrid_ir.evaluate import load_qrels
+    from hybrid_ir.sparse import BS, K1S, SparseBM25, grid_search_bm25
+
+    model = SparseBM25(_analyzer(request), **request.params)
+    model.fit(_texts(request.corpus, request.doc_fields))
+    facts: dict[str, Any] = {}
+    if request.tune:
+        if request.tune_topics is None or request.tune_qrels is None:
+            raise ConfigError("sparse_bm25 tuning needs development topics and qrels")
+        tuned = grid_search_bm25(
+            model,
+            _texts(request.tune_topics, request.query_fields),
+            load_qrels(request.tune_qrels),
+            request.tune["measure"],
+            k1s=request.tune.get("k1", K1S),
+            bs=request.tune.get("b", BS),
+            k=request.tune.get("depth", request.depth),
+        )
+        model.set_params(*tuned.best)
+        facts = {
+            "tuned_on": str(request.tune_topics),
+            "measure": request.tune["measure"],
+            "k1": tuned.best[0],
+            "b": tuned.best[1],
+            "dev_score": tuned.best_score,
+        }
+    return model.search(_texts(request.topics, request.query_fields), request.depth), facts
+
+
+def dense(request: Request) -> tuple[Run, dict]:
+    """Sentence-encoder retrieval by cosine similarity (paper 003's dense side)."""
+    from hybrid_ir.dense import SentenceEncoder, dense_search, document_text, topic_texts
+
+    params = dict(request.params)
+    encoder = SentenceEncoder(**params)
+    records = list(read_records(request.corpus))
+    embeddings = encoder.encode([document_text(record, request.doc_fields) for record in records])
+    queries = topic_texts(read_records(request.topics), request.query_fields)
+    run = dense_search(
+        [record["id"] for record in records], embeddings, queries, request.depth, encoder=encoder
+    )
+    return run, {"model": encoder.model_name, "documents": len(records)}
+
+
+def askme(request: Request) -> tuple[Run, dict]:
+    """Paper 004: the base (BM25) run's top documents re-ranked by AskMe's heuristics."""
+    from hybrid_ir.askme import AskMeConfig, rerank
+
+    if request.base is None:
+        raise ConfigError("askme needs a base run (the BM25 run it re-ranks)")
+    corpus = {record["id"]: record for record in read_records(request.corpus)}
+    topics = _texts(request.topics, request.query_fields)
+    config = AskMeConfig.from_dict(request.params)
+    return rerank(read_run(request.base), corpus, topics, config), {"depth": config.depth}
+
+
+RETRIEVERS: dict[str, Callable[[Request], tuple[Run, dict]]] = {
+    "tfidf_cosine": tfidf_cosine,
+    "pivoted_tfidf": pivoted_tfidf,
+    "sparse_bm25": sparse_bm25,
+    "dense": dense,
+    "askme": askme,
+}
+
+
+def retrieve(model: str, request: Request) -> tuple[Run, dict]:
+    if model not in RETRIEVERS:
+        raise ConfigError(
+            f"unknown retriever model {model!r}; choose one of {', '.join(RETRIEVERS)}"
+        )
+    return RETRIEVERS[model](request)
