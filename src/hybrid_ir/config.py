@@ -137,8 +137,8 @@ def _check_runs_and_tables(config: dict) -> None:
 
 
 def _check_references(config: dict, source: str) -> None:
-    """Cross-references that a JSON schema cannot express."""
-    _check_runs_and_tables(config)
+    """Cross-references that a JSON schema cannot express: the BM25 experiments first, as the
+    runs and tables refer to them."""
     collections = config["collections"]
     for name, experiment in config.get("bm25", {}).get("experiments", {}).items():
         if name not in collections:
@@ -167,6 +167,7 @@ def _check_references(config: dict, source: str) -> None:
                     f"{source}: bm25.experiments.{name}.qrels: {qrels!r} is not one of the "
                     f"collection's qrels sets {collection['qrels']}"
                 )
+    _check_runs_and_tables(config)
 
 
 def load_expected(paths: list[str | Path]) -> list[dict]:

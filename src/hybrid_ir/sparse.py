@@ -276,8 +276,9 @@ class SparseBM25(_SparseRetriever):
     - Eq. 3: ``IDF(t) = ln((N - n_t + 0.5) / (n_t + 0.5) + 1)``, Lucene's BM25 idf
       ``log(1 + (N - n + 0.5) / (n + 0.5))`` (natural log, positive for every term);
     - Eq. 4: ``g(t, d) = IDF(t) * n_{t,d} * (k1 + 1) / (n_{t,d} + k1 * (1 - b + b * |d| / L))``.
-      The paper prints ``|D| / L`` (corpus size over mean length), a constant that would make
-      b meaningless; ``|d|``, the document's own length, is the BM25 it cites;
+      The paper prints ``|D| / L`` (corpus size over mean length): a constant, which would
+      leave no length normalization at all (b would merely rescale k1); ``|d|``, the
+      document's own length, is the BM25 of Robertson and Zaragoza that it cites;
     - Eq. 5: ``s(q, d) = sum over t in Q of g(t, d)``: Q is the query's set of terms, so a term
       repeated in the query counts once (the paper "adds up the columns of G" of its terms).
 
