@@ -55,6 +55,9 @@ def systems(config: dict, collection: str, topics: str) -> dict[str, str]:
     for name, retriever in config.get("retrievers", {}).get(collection, {}).items():
         if topics in retriever["topics"]:
             origins[name] = "retrievers"
+    for name, entry in config.get("sweeps", {}).items():
+        if (entry["collection"], entry["topics"]) == (collection, topics):
+            origins[f"{name}-best"] = "sweeps"
     for origin in ("external_runs", "fusions"):
         for name in config.get(origin, {}).get(collection, {}).get(topics, {}):
             if name in origins:
@@ -117,6 +120,21 @@ def _check_runs_and_tables(config: dict) -> None:
         for role in ("dense", "base"):
             where = f"crossval.{name}.{role}"
             _check_run(config, where, entry["collection"], entry["topics"], entry[role])
+    for name, entry in config.get("sweeps", {}).items():
+        _check_collection_sets(config, f"sweeps.{name}", entry)
+        for run in entry["runs"]:
+            _check_run(config, f"sweeps.{name}.runs", entry["collection"], entry["topics"], run)
+            if "select_on" in entry:
+                split = {"collection": entry["collection"], **entry["select_on"]}
+                _check_collection_sets(config, f"sweeps.{name}.select_on", split)
+                where = f"sweeps.{name}.select_on"
+                _check_run(config, where, entry["collection"], split["topics"], run)
+    for name, figure in config.get("figures", {}).items():
+        _check_collection_sets(config, f"figures.{name}", figure)
+        for run in figure.get("runs", {}).values():
+            _check_run(config, f"figures.{name}.runs", figure["collection"], figure["topics"], run)
+        if figure["kind"] == "sweep" and figure.get("sweep") not in config.get("sweeps", {}):
+            raise ConfigError(f"config: figures.{name}.sweep: no sweep {figure.get('sweep')!r}")
     for name, table in config.get("tables", {}).items():
         _check_collection_sets(config, f"tables.{name}", table)
         labels = []

@@ -18,13 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 from cycler import cycler
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from hybrid_ir.errors import ConfigError
 from hybrid_ir.formats import atomic_output
+from hybrid_ir.runs import Run
+
+Qrels = dict[str, dict[str, int]]
 
 FIGSIZE = (6.4, 4.8)
 DPI = 100
@@ -159,3 +164,41 @@ def _save(figure: Figure, axes, out_stem: str | Path) -> tuple[Path, Path]:
     with atomic_output(svg, "wb") as out:
         figure.savefig(out, format="svg", metadata=_SVG_METADATA)
     return png, svg
+
+
+def draw(
+    kind: str,
+    spec: Mapping[str, Any],
+    runs: Mapping[str, Run],
+    qrels: Qrels | None,
+    sweep_report: Mapping[str, Any] | None,
+    out_stem: str | Path,
+) -> tuple[Path, Path]:
+    """A configured figure: ``pr_curves`` and ``recall_curve`` of labelled runs, or ``sweep`` (a
+    metric against the swept parameter, with the labelled runs as reference lines)."""
+    from hybrid_ir.evaluate import RECALL_LEVELS, evaluate
+    from hybrid_ir.sparse import recall_curve
+
+    title = spec.get("title", Path(out_stem).name)
+    if kind == "pr_curves":
+        columns = [f"IPrec@{level}" for level in RECALL_LEVELS]
+        curves = {}
+        for label, run in runs.items():
+            aggregate = evaluate(qrels, run, columns).aggregate
+            curves[label] = [aggregate[column] for column in columns]
+        return pr_curves(curves, out_stem, title)
+    if kind == "recall_curve":
+        ks = range(1, spec.get("max_k", 100) + 1)
+        curves = {label: recall_curve(run, qrels, ks) for label, run in runs.items()}
+        return recall_at_k_curve(curves, out_stem, title)
+    if kind == "sweep":
+        metric = spec["metric"]
+        references = {
+            label: evaluate(qrels, run, [metric]).aggregate[metric] for label, run in runs.items()
+        }
+        series = {spec.get("label", "fused"): [score[metric] for score in sweep_report["scores"]]}
+        return metric_vs_parameter(
+            sweep_report["values"], series, out_stem, spec.get("xlabel", sweep_report["parameter"]),
+            metric, title, references=references,
+        )  # fmt: skip
+    raise ConfigError(f"unknown figure kind {kind!r}; choose pr_curves, recall_curve or sweep")

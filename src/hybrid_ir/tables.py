@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -129,6 +130,7 @@ class RowSpec:
     kind: str
     published: dict[str, float]
     unavailable: tuple[str, ...] = ()
+    topic: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,8 @@ class TableSpec:
     reference: str | None
     notes: tuple[str, ...]
     digits: int = 3
+    verdicts: tuple[dict, ...] = ()
+    overlaps: tuple[dict, ...] = ()
 
     @property
     def rows(self) -> list[RowSpec]:
@@ -177,6 +181,7 @@ def table_spec(name: str, config: dict, sources: dict[str, str]) -> TableSpec:
                 kind="crossval" if "crossval" in row else "run",
                 published={str(k): float(v) for k, v in row.get("published", {}).items()},
                 unavailable=tuple(row.get("unavailable", [])),
+                topic=block.get("topic"),
             )
             for row in block["rows"]
         )
@@ -189,6 +194,8 @@ def table_spec(name: str, config: dict, sources: dict[str, str]) -> TableSpec:
         reference=config.get("reference"),
         notes=tuple(config.get("notes", [])),
         digits=config.get("digits", 3),
+        verdicts=tuple(config.get("verdicts", [])),
+        overlaps=tuple(config.get("overlaps", [])),
     )
 
 
@@ -201,7 +208,7 @@ def score_rows(
     from hybrid_ir.runs import read_run
 
     qrels = load_qrels(qrels_path)
-    per_query, aggregate = {}, {}
+    per_query, aggregate, evaluations = {}, {}, {}
     for row in spec.rows:
         if row.kind == "crossval":
             with open(row.source, encoding="utf-8") as handle:
@@ -211,8 +218,20 @@ def score_rows(
                 name: value["mean_test_score"] for name, value in columns.items()
             }
         else:
-            evaluation = evaluate(qrels, read_run(row.source), measures)
+            if row.source not in evaluations:
+                evaluations[row.source] = evaluate(qrels, read_run(row.source), measures)
+            evaluation = evaluations[row.source]
             per_query[row.label], aggregate[row.label] = evaluation.per_query, evaluation.aggregate
+        if row.topic is not None:
+            # A block about one topic (paper 003's sample queries) shows that topic's scores.
+            per_query[row.label] = {
+                column: {row.topic: scores[row.topic]}
+                for column, scores in per_query[row.label].items()
+                if row.topic in scores
+            }
+            aggregate[row.label] = {
+                column: scores[row.topic] for column, scores in per_query[row.label].items()
+            }
     return per_query, aggregate
 
 
@@ -311,7 +330,9 @@ def _headers(spec: TableSpec) -> list[str]:
     return headers
 
 
-def render_markdown(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
+def render_markdown(
+    spec: TableSpec, cells: dict[str, dict[str, Cell]], computed_notes: Sequence[str] = ()
+) -> str:
     headers = _headers(spec)
     integral = _integral_columns(spec)
     lines = [f"# {spec.title}", "", "| " + " | ".join(headers) + " |"]
@@ -327,8 +348,57 @@ def render_markdown(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
                 "| " + " | ".join([block if position == 0 else "", row.label, *texts]) + " |"
             )
     lines.append("")
-    lines += _legend(spec)
+    lines += _legend(spec) + [f"- {note}" for note in computed_notes]
     return "\n".join(lines) + "\n"
+
+
+def verdict_notes(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> list[str]:
+    """Sentences saying whether a row beats the others named in ``verdicts`` on a column,
+    computed from this run's numbers so that the table never states a stale conclusion."""
+    notes = []
+    for verdict in spec.verdicts:
+        row, column = verdict["row"], verdict["column"]
+        value = cells[row][column].value
+        others = {label: cells[label][column].value for label in verdict["against"]}
+        beaten = [label for label, other in others.items() if value > other]
+        compared = ", ".join(f"{label} {other:.{spec.digits}f}" for label, other in others.items())
+        if len(beaten) == len(others):
+            outcome = "beats all of"
+        elif beaten:
+            outcome = "beats only " + ", ".join(beaten) + " among"
+        else:
+            outcome = "beats none of"
+        notes.append(
+            f"{row} ({column} {value:.{spec.digits}f}) {outcome} the compared rows ({compared})."
+        )
+    return notes
+
+
+def overlap_notes(spec: TableSpec) -> list[str]:
+    """Mean share of the top-k documents two rows' runs have in common, over their shared
+    topics (e.g. sparse-matrix BM25 against Lucene BM25 at the same k1 and b)."""
+    from hybrid_ir.runs import ranked, read_run
+
+    sources = {row.label: row.source for row in spec.rows}
+    notes = []
+    for overlap in spec.overlaps:
+        first, second, k = (
+            read_run(sources[overlap["a"]]),
+            read_run(sources[overlap["b"]]),
+            overlap["k"],
+        )
+        topics = sorted(first.keys() & second.keys())
+        shares = [
+            len({doc for doc, _ in ranked(first[t], k)} & {doc for doc, _ in ranked(second[t], k)})
+            / k
+            for t in topics
+        ]
+        mean = sum(shares) / len(shares) if shares else 0.0
+        notes.append(
+            f"Top-{k} overlap of {overlap['a']} and {overlap['b']}: {mean:.1%} of the documents "
+            f"on average over {len(topics)} topics."
+        )
+    return notes
 
 
 def _legend(spec: TableSpec) -> list[str]:

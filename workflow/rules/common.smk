@@ -32,6 +32,8 @@ FUSIONS = config.get("fusions", {})
 CROSSVAL = config.get("crossval", {})
 TABLES = config.get("tables", {})
 RETRIEVERS = config.get("retrievers", {})
+SWEEPS = config.get("sweeps", {})
+FIGURES = config.get("figures", {})
 RUN_DEPTH = config.get("run_depth", 1000)
 LAYOUTS = ("flat", "multifield")
 # One environment for every rule; its path is relative to the rule files in workflow/rules.
@@ -139,6 +141,43 @@ def retriever_inputs(wildcards):
     return inputs
 
 
+def sweep_report(name, collection=None, topics=None):
+    """A sweep's report; with wildcards for ``collection`` and ``topics`` in rule outputs."""
+    if collection is None:
+        collection, topics = SWEEPS[name]["collection"], SWEEPS[name]["topics"]
+    return f"{paths.RESULTS}/sweeps/{collection}/{topics}/{name}.json"
+
+
+def sweep_inputs(wildcards):
+    entry = SWEEPS[wildcards.sweep]
+    collection = entry["collection"]
+    inputs = {
+        "runs": [run_path(collection, entry["topics"], run) for run in entry["runs"]],
+        "qrels": paths.qrels(collection, entry["qrels"]),
+    }
+    if "select_on" in entry:
+        split = entry["select_on"]
+        inputs["select_runs"] = [run_path(collection, split["topics"], run) for run in entry["runs"]]
+        inputs["select_qrels"] = paths.qrels(collection, split["qrels"])
+    return inputs
+
+
+def figure_inputs(wildcards):
+    figure = FIGURES[wildcards.figure]
+    inputs = {
+        label: run_path(figure["collection"], figure["topics"], run)
+        for label, run in figure.get("runs", {}).items()
+    }
+    inputs["qrels"] = paths.qrels(figure["collection"], figure["qrels"])
+    if figure["kind"] == "sweep":
+        inputs["sweep"] = sweep_report(figure["sweep"])
+    return inputs
+
+
+def figure_outputs(name):
+    return [f"{paths.RESULTS}/figures/{name}.png", f"{paths.RESULTS}/figures/{name}.svg"]
+
+
 def table_sources(name):
     """Row label -> run file or cross-validation report of a configured table."""
     table = TABLES[name]
@@ -165,6 +204,8 @@ def all_targets():
     targets = [output for name in COLLECTIONS for output in converted_outputs(name).values()]
     targets += [output for name in TABLES for output in table_outputs(name)]
     targets += [crossval_report(name) for name in CROSSVAL]
+    targets += [sweep_report(name) for name in SWEEPS]
+    targets += [output for name in FIGURES for output in figure_outputs(name)]
     if BM25["experiments"]:
         targets += ["results/tables/bm25.md", "results/tables/bm25.csv"]
     if EXPECTED:
@@ -185,4 +226,6 @@ wildcard_constraints:
     topics=alternatives({s for c in COLLECTIONS.values() for s in c["topics"]}),
     qrels=alternatives({s for c in COLLECTIONS.values() for s in c["qrels"]}),
     crossval=alternatives(CROSSVAL),
+    sweep=alternatives(SWEEPS),
+    figure=alternatives(FIGURES),
     table=alternatives(TABLES),

@@ -45,3 +45,21 @@ rule crossvalidate:
         CONDA_ENV
     script:
         "../scripts/crossvalidate.py"
+
+
+rule sweep:
+    input:
+        unpack(sweep_inputs),
+    output:
+        report=sweep_report("{sweep}", "{collection}", "{topics}"),
+        run=f"{paths.RESULTS}/runs/{{collection}}/{{topics}}/{{sweep}}-best.trec",
+    params:
+        code=code_version("sweeps", "fusion", "evaluate", "runs"),
+        entry=lambda w: SWEEPS[w.sweep],
+        depth=RUN_DEPTH,
+    log:
+        "results/logs/sweeps/{collection}/{topics}/{sweep}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/sweep.py"

@@ -68,3 +68,20 @@ rule paper_table:
         CONDA_ENV
     script:
         "../scripts/paper_table.py"
+
+
+rule figure:
+    input:
+        unpack(figure_inputs),
+    output:
+        png=f"{paths.RESULTS}/figures/{{figure}}.png",
+        svg=f"{paths.RESULTS}/figures/{{figure}}.svg",
+    params:
+        code=code_version("figures", "evaluate", "sparse", "runs"),
+        spec=lambda w: FIGURES[w.figure],
+    log:
+        "results/logs/figures/{figure}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/figure.py"

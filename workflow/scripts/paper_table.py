@@ -3,11 +3,13 @@
 from hybrid_ir.formats import atomic_output
 from hybrid_ir.logged import run_step
 from hybrid_ir.tables import (
+    overlap_notes,
     render_latex,
     render_markdown,
     score_rows,
     table_cells,
     table_spec,
+    verdict_notes,
     write_per_query,
     write_table_csv,
 )
@@ -22,7 +24,7 @@ def main():
     per_query, aggregate = score_rows(spec, snakemake.input.qrels, config["measures"])
     cells = table_cells(spec, per_query, aggregate)
     with atomic_output(snakemake.output.markdown) as out:
-        out.write(render_markdown(spec, cells))
+        out.write(render_markdown(spec, cells, verdict_notes(spec, cells) + overlap_notes(spec)))
     with atomic_output(snakemake.output.latex) as out:
         out.write(render_latex(spec, cells))
     write_table_csv(spec, cells, snakemake.output.csv)

@@ -1,0 +1,39 @@
+"""Snakemake adapter: a fusion parameter sweep, its report and the run at the selected value."""
+
+import json
+import logging
+
+from hybrid_ir.evaluate import load_qrels
+from hybrid_ir.formats import atomic_output
+from hybrid_ir.logged import run_step
+from hybrid_ir.runs import read_run, write_run
+from hybrid_ir.sweeps import sweep
+
+
+def main():
+    entry = snakemake.params.entry
+    inputs = snakemake.input
+    select_on = None
+    if "select_on" in entry:
+        select_on = (
+            [read_run(path) for path in inputs.select_runs],
+            load_qrels(inputs.select_qrels),
+        )
+    report, best = sweep(
+        entry["method"],
+        [read_run(path) for path in inputs.runs],
+        entry["parameter"],
+        entry["values"],
+        load_qrels(inputs.qrels),
+        entry["measures"],
+        entry["select"],
+        params=entry.get("params"),
+        select_on=select_on,
+    )
+    logging.info("best %s = %s (%s)", entry["parameter"], report["best"], report["selected_on"])
+    with atomic_output(snakemake.output.report) as out:
+        json.dump(report, out, indent=1, sort_keys=True)
+    write_run(best, snakemake.output.run, tag=snakemake.wildcards.sweep, k=snakemake.params.depth)
+
+
+run_step(snakemake.log[0], main)
