@@ -28,6 +28,7 @@ test: setup
 benchmark: setup
 	$(BIN)/python benchmarks/noop_rerun.py
 	$(BIN)/python benchmarks/crossval_vs_pya0.py
+	$(BIN)/python benchmarks/sparse_dense.py
 
 clean:
 	rm -rf results .snakemake

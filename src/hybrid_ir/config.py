@@ -146,6 +146,9 @@ def _check_runs_and_tables(config: dict) -> None:
                     _check_run(config, where, table["collection"], table["topics"], row["run"])
                 elif row["crossval"] not in config.get("crossval", {}):
                     raise ConfigError(f"config: {where}: no crossval entry {row['crossval']!r}")
+        for sweep in table.get("sweeps", []):
+            if sweep not in config.get("sweeps", {}):
+                raise ConfigError(f"config: tables.{name}.sweeps: no sweep {sweep!r}")
         if len(set(labels)) != len(labels):
             raise ConfigError(f"config: tables.{name}: row labels must be unique")
         if table.get("reference") and table["reference"] not in labels:

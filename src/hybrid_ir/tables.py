@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -397,6 +397,19 @@ def overlap_notes(spec: TableSpec) -> list[str]:
         notes.append(
             f"Top-{k} overlap of {overlap['a']} and {overlap['b']}: {mean:.1%} of the documents "
             f"on average over {len(topics)} topics."
+        )
+    return notes
+
+
+def sweep_notes(reports: Mapping[str, Mapping]) -> list[str]:
+    """One sentence per sweep: the selected value, by which measure, chosen on which topics."""
+    notes = []
+    for name, report in reports.items():
+        best = report["values"].index(report["best"])
+        notes.append(
+            f"Sweep {name}: {report['method']} is best at {report['parameter']} = "
+            f"{report['best']} by {report['select']} ({report['selection_scores'][best]:.4f}, "
+            f"chosen on the {report['selected_on']})."
         )
     return notes
 

@@ -188,6 +188,8 @@ def table_sources(name):
                 sources[row["label"]] = run_path(table["collection"], table["topics"], row["run"])
             else:
                 sources[row["label"]] = crossval_report(row["crossval"])
+    for sweep in table.get("sweeps", []):
+        sources[f"sweep_{sweep}"] = sweep_report(sweep)
     return sources
 
 

@@ -1,5 +1,7 @@
 """Snakemake adapter: a paper-style table (Markdown, LaTeX, CSV, per-topic scores)."""
 
+import json
+
 from hybrid_ir.formats import atomic_output
 from hybrid_ir.logged import run_step
 from hybrid_ir.tables import (
@@ -7,6 +9,7 @@ from hybrid_ir.tables import (
     render_latex,
     render_markdown,
     score_rows,
+    sweep_notes,
     table_cells,
     table_spec,
     verdict_notes,
@@ -24,7 +27,12 @@ def main():
     per_query, aggregate = score_rows(spec, snakemake.input.qrels, config["measures"])
     cells = table_cells(spec, per_query, aggregate)
     with atomic_output(snakemake.output.markdown) as out:
-        out.write(render_markdown(spec, cells, verdict_notes(spec, cells) + overlap_notes(spec)))
+        reports = {}
+        for name in config.get("sweeps", []):
+            with open(snakemake.input[f"sweep_{name}"], encoding="utf-8") as handle:
+                reports[name] = json.load(handle)
+        notes = verdict_notes(spec, cells) + overlap_notes(spec) + sweep_notes(reports)
+        out.write(render_markdown(spec, cells, notes))
     with atomic_output(snakemake.output.latex) as out:
         out.write(render_latex(spec, cells))
     write_table_csv(spec, cells, snakemake.output.csv)
