@@ -29,11 +29,13 @@ from scipy.stats import ttest_rel
 
 from hybrid_ir.tables import (
     Cell,
+    overlap_notes,
     render_latex,
     render_markdown,
     score_rows,
     table_cells,
     table_spec,
+    verdict_notes,
     write_per_query,
     write_table_csv,
 )
@@ -473,3 +475,227 @@ def test_per_query_tsv(table, tmp_path: Path):
         run, column, topic, value = line.split("\t")
         assert value == repr(per_query[run][column][topic])
         assert math.isfinite(float(value))
+
+
+# verdict_notes ---------------------------------------------------------------------------------
+
+
+def _verdict_spec(verdicts: list[dict], digits: int = 3):
+    config = {
+        "columns": ["NDCG@10", "MAP"],
+        "digits": digits,
+        "blocks": [{"rows": [{"label": label, "run": label} for label in ("H", "V", "D", "T")]}],
+        "verdicts": verdicts,
+    }
+    return table_spec("verdicts", config, {label: f"{label}.trec" for label in "HVDT"})
+
+
+VERDICT_CELLS = {
+    "H": {"NDCG@10": Cell(0.5), "MAP": Cell(0.2)},
+    "V": {"NDCG@10": Cell(0.4), "MAP": Cell(0.3)},
+    "D": {"NDCG@10": Cell(0.6), "MAP": Cell(0.25)},
+    "T": {"NDCG@10": Cell(0.5), "MAP": Cell(0.1)},
+}
+
+
+def test_verdict_beats_all():
+    spec = _verdict_spec([{"row": "D", "against": ["V", "H"], "column": "NDCG@10"}])
+    assert verdict_notes(spec, VERDICT_CELLS) == [
+        "D (NDCG@10 0.600) beats all of the compared rows (V 0.400, H 0.500)."
+    ]
+
+
+def test_verdict_beats_only_some():
+    spec = _verdict_spec([{"row": "H", "against": ["V", "D"], "column": "NDCG@10"}])
+    assert verdict_notes(spec, VERDICT_CELLS) == [
+        "H (NDCG@10 0.500) beats only V among the compared rows (V 0.400, D 0.600)."
+    ]
+    spec = _verdict_spec([{"row": "D", "against": ["V", "H", "T"], "column": "MAP"}])
+    assert verdict_notes(spec, VERDICT_CELLS) == [
+        "D (MAP 0.250) beats only H, T among the compared rows (V 0.300, H 0.200, T 0.100)."
+    ]
+
+
+def test_verdict_beats_none():
+    spec = _verdict_spec([{"row": "H", "against": ["V", "D"], "column": "MAP"}])
+    assert verdict_notes(spec, VERDICT_CELLS) == [
+        "H (MAP 0.200) beats none of the compared rows (V 0.300, D 0.250)."
+    ]
+
+
+def test_verdict_tie_is_not_a_win_and_digits_apply():
+    verdicts = [
+        {"row": "H", "against": ["T"], "column": "NDCG@10"},
+        {"row": "H", "against": ["T", "V"], "column": "NDCG@10"},
+        {"row": "T", "against": ["H"], "column": "MAP"},
+    ]
+    assert verdict_notes(_verdict_spec(verdicts, digits=2), VERDICT_CELLS) == [
+        "H (NDCG@10 0.50) beats none of the compared rows (T 0.50).",
+        "H (NDCG@10 0.50) beats only V among the compared rows (T 0.50, V 0.40).",
+        "T (MAP 0.10) beats none of the compared rows (H 0.20).",
+    ]
+    assert verdict_notes(_verdict_spec([]), VERDICT_CELLS) == []
+
+
+def test_verdict_notes_of_the_toy_table(table):
+    spec, _, _, cells = table
+    verdict = {"row": "Other_run", "against": ["Ref_BM25", "Better 50% & more"], "column": "RR"}
+    config = {**yaml.safe_load(CONFIG_YAML), "verdicts": [verdict]}
+    spec = table_spec("toy_table", config, {row.label: row.source for row in spec.rows})
+    assert verdict_notes(spec, cells) == [
+        "Other_run (RR 0.800) beats only Ref_BM25 among the compared rows "
+        "(Ref_BM25 0.417, Better 50% & more 0.900)."
+    ]
+
+
+# overlap_notes ---------------------------------------------------------------------------------
+
+
+def _run_file(path: Path, lines: list[tuple[str, str, float]]) -> str:
+    path.write_text("".join(f"{t} Q0 {d} 0 {s} x\n" for t, d, s in lines), encoding="utf-8")
+    return str(path)
+
+
+def test_overlap_notes(tmp_path: Path):
+    first = _run_file(
+        tmp_path / "a.trec",
+        [
+            ("1", "d1", 3), ("1", "d2", 2), ("1", "d3", 1),
+            ("2", "x", 2), ("2", "y", 1), ("2", "z", 0.5),
+            ("3", "only", 1),
+        ],
+    )  # fmt: skip
+    second = _run_file(
+        tmp_path / "b.trec",
+        [
+            ("1", "d4", 4), ("1", "d2", 5), ("1", "d1", 1),
+            ("2", "y", 2), ("2", "x", 1),
+            ("4", "other", 1),
+        ],
+    )  # fmt: skip
+    config = {
+        "columns": ["RR"],
+        "blocks": [{"rows": [{"label": "A", "run": "a"}, {"label": "B", "run": "b"}]}],
+        "overlaps": [{"a": "A", "b": "B", "k": 2}, {"a": "B", "b": "A", "k": 3}],
+    }
+    spec = table_spec("overlap", config, {"A": first, "B": second})
+    # Shared topics 1 and 2. k = 2: topic 1 {d1, d2} & {d2, d4} = 1 of 2, topic 2 {x, y} & {y, x}
+    # = 2 of 2, mean 3/4. k = 3: topic 1 {d1, d2, d3} & {d2, d4, d1} = 2 of 3, topic 2
+    # {x, y, z} & {y, x} = 2 of 3, mean 2/3.
+    assert overlap_notes(spec) == [
+        "Top-2 overlap of A and B: 75.0% of the documents on average over 2 topics.",
+        "Top-3 overlap of B and A: 66.7% of the documents on average over 2 topics.",
+    ]
+
+
+def test_overlap_notes_without_shared_topics(tmp_path: Path):
+    first = _run_file(tmp_path / "a.trec", [("1", "d1", 1)])
+    second = _run_file(tmp_path / "b.trec", [("2", "d1", 1)])
+    config = {
+        "columns": ["RR"],
+        "blocks": [{"rows": [{"label": "A", "run": "a"}, {"label": "B", "run": "b"}]}],
+        "overlaps": [{"a": "A", "b": "B", "k": 10}],
+    }
+    spec = table_spec("overlap", config, {"A": first, "B": second})
+    assert overlap_notes(spec) == [
+        "Top-10 overlap of A and B: 0.0% of the documents on average over 0 topics."
+    ]
+    assert (
+        overlap_notes(table_spec("none", {**config, "overlaps": []}, {"A": first, "B": second}))
+        == []
+    )
+
+
+# blocks about one topic ------------------------------------------------------------------------
+
+TOPIC_CONFIG_YAML = """\
+title: Sample topics
+measures: [P@1, RR, Rel_Ret]
+columns: [P@1, RR, Rel_Ret]
+blocks:
+  - name: "Topic 4"
+    topic: "4"
+    rows:
+      - {label: Ref (4), run: ref, published: {P@1: 0.0, RR: 0.25}}
+      - {label: Better (4), run: better}
+      - {label: CV (4), crossval: toy-cv}
+  - name: "Topic 5"
+    topic: "5"
+    rows:
+      - {label: Ref (5), run: ref}
+      - {label: CV (5), crossval: toy-cv}
+  - name: All topics
+    rows:
+      - {label: Ref (all), run: ref}
+"""
+
+
+@pytest.fixture
+def topic_table(tmp_path: Path):
+    qrels = tmp_path / "toy.qrels"
+    qrels.write_text(QRELS, encoding="utf-8")
+    files = {name: _run_file(tmp_path / f"{name}.trec", lines) for name, lines in RUNS.items()}
+    report = tmp_path / "toy-cv.json"
+    report.write_text(json.dumps(_crossval_report()), encoding="utf-8")
+    files["cv"] = str(report)
+    config = yaml.safe_load(TOPIC_CONFIG_YAML)
+    sources = {
+        row["label"]: files[row.get("run", "cv")]
+        for block in config["blocks"]
+        for row in block["rows"]
+    }
+    spec = table_spec("sample_topics", config, sources)
+    per_query, aggregate = score_rows(spec, qrels, config["measures"])
+    return spec, per_query, aggregate, table_cells(spec, per_query, aggregate)
+
+
+def test_block_topic_is_on_its_rows(topic_table):
+    spec = topic_table[0]
+    assert [row.topic for row in spec.rows] == ["4", "4", "4", "5", "5", None]
+    assert [name for name, _ in spec.blocks] == ["Topic 4", "Topic 5", "All topics"]
+
+
+def test_block_topic_shows_that_topics_values(topic_table):
+    _, per_query, aggregate, cells = topic_table
+    # Topic 4 is the 4th entry of each per-topic list; topic 5 the 5th.
+    for label, name, index, topic in [
+        ("Ref (4)", "ref", 3, "4"),
+        ("Better (4)", "better", 3, "4"),
+        ("Ref (5)", "ref", 4, "5"),
+    ]:
+        expected = {column: values[index] for column, values in PER_TOPIC[name].items()}
+        assert aggregate[label] == pytest.approx(expected), label
+        assert per_query[label] == {
+            column: {topic: pytest.approx(value)} for column, value in expected.items()
+        }
+    assert aggregate["Ref (4)"] == pytest.approx({"P@1": 0.0, "RR": 0.25, "Rel_Ret": 1.0})
+    assert aggregate["Ref (5)"] == pytest.approx({"P@1": 0.0, "RR": 0.5, "Rel_Ret": 0.0})
+    # The same run in a block without a topic still shows its mean over all topics.
+    assert aggregate["Ref (all)"] == pytest.approx({"P@1": 0.0, "RR": 25 / 60, "Rel_Ret": 4.0})
+    # A cross-validation report gives the topic's cross-validated score; its P@1 lacks topic 5.
+    assert aggregate["CV (4)"] == {"P@1": CV_P1["4"], "RR": CV_RR["4"]}
+    assert aggregate["CV (5)"] == {"RR": CV_RR["5"]}
+    assert cells["CV (5)"]["P@1"] == Cell(None)
+    assert cells["Ref (4)"]["RR"] == Cell(pytest.approx(0.25), published=0.25)
+    assert cells["Ref (4)"]["RR"].difference == pytest.approx(0.0)
+
+
+def test_block_topic_in_markdown_and_per_query(topic_table, tmp_path: Path):
+    spec, per_query, _, cells = topic_table
+    lines = render_markdown(spec, cells).splitlines()
+    assert (
+        lines[4]
+        == "| Topic 4 | Ref (4) | 0.000 | 0.000 | +0.000 | 0.250 | 0.250 | +0.000 | 1 | – | – |"
+    )
+    assert lines[5] == "|  | Better (4) | 0.000 | – | – | 0.500 | – | – | 1 | – | – |"
+    assert lines[6] == "|  | CV (4) | 1.000 | – | – | 0.500 | – | – | – | – | – |"
+    assert lines[7] == "| Topic 5 | Ref (5) | 0.000 | – | – | 0.500 | – | – | 0 | – | – |"
+    assert lines[8] == "|  | CV (5) | – | – | – | 0.500 | – | – | – | – | – |"
+    assert lines[9] == "| All topics | Ref (all) | 0.000 | – | – | 0.417 | – | – | 4 | – | – |"
+    path = tmp_path / "per_query.tsv"
+    write_per_query(spec, per_query, path)
+    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()[1:]]
+    topics = {label: {topic for run, _, topic, _ in rows if run == label} for label in per_query}
+    assert topics["Ref (4)"] == topics["Better (4)"] == topics["CV (4)"] == {"4"}
+    assert topics["Ref (5)"] == topics["CV (5)"] == {"5"}
+    assert topics["Ref (all)"] == set(TOPICS)

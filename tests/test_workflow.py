@@ -127,6 +127,29 @@ def workdir(tmp_path_factory) -> Path:
                 "seed": 7,
             }
         },
+        "retrievers": {"toy": {"tfidf": {"model": "tfidf_cosine", "topics": ["test"]}}},
+        "sweeps": {
+            "toy-linear-sweep": {
+                "collection": "toy",
+                "topics": "test",
+                "qrels": "test",
+                "method": "score_hybrid",
+                "runs": ["tfidf", "other"],
+                "parameter": "lam",
+                "values": [0.0, 1.0],
+                "measures": ["P@1"],
+                "select": "P@1",
+            }
+        },
+        "figures": {
+            "toy-pr": {
+                "kind": "pr_curves",
+                "collection": "toy",
+                "topics": "test",
+                "qrels": "test",
+                "runs": {"BM25": "bm25-flat", "TF-IDF": "tfidf"},
+            }
+        },
         "tables": {
             "toy-table": {
                 "collection": "toy",
@@ -202,6 +225,17 @@ def test_tiny_workflow_runs_checks_and_reruns_as_no_op(workdir):
     assert folds[0] == "topic\tfold" and len(folds) == 3
     fused = (results / "runs/toy/test/rrf.trec").read_text().splitlines()
     assert fused[0].split()[:3] == ["q1", "Q0", "d1"]
+    tfidf = (results / "runs/toy/test/tfidf.trec").read_text().splitlines()
+    assert {line.split()[0]: line.split()[2] for line in tfidf if line.split()[3] == "1"} == {
+        "q1": "d1",
+        "q2": "d2",
+    }
+    # lam = 1 keeps TF-IDF's scores alone (P@1 = 1); lam = 0 the other run's (P@1 = 0.5).
+    sweep = json.loads((results / "sweeps/toy/test/toy-linear-sweep.json").read_text())
+    assert sweep["best"] == 1.0 and [s["P@1"] for s in sweep["scores"]] == [0.5, 1.0]
+    assert (results / "runs/toy/test/toy-linear-sweep-best.trec").exists()
+    assert "TF-IDF" in (results / "figures/toy-pr.svg").read_text()
+    assert (results / "figures/toy-pr.png").stat().st_size > 0
 
     again = snakemake(workdir)
     assert again.returncode == 0

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.evaluate import Qrels, evaluate
+from hybrid_ir.evaluate import Qrels, evaluate, resolve_measures
 from hybrid_ir.fusion import fuse
 from hybrid_ir.runs import Run
 
@@ -46,6 +46,8 @@ def sweep(
     params = dict(params or {})
     if parameter in params:
         raise ConfigError(f"sweep parameter {parameter!r} is also fixed in params")
+    if select_on is None and select not in [column.name for column in resolve_measures(measures)]:
+        raise ConfigError(f"sweep selects on {select!r}, which is not among its measures")
     scores = _scores(method, runs, parameter, values, params, qrels, measures)
     if select_on is None:
         selection = [score[select] for score in scores]

@@ -360,6 +360,12 @@ def verdict_notes(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> list[st
         row, column = verdict["row"], verdict["column"]
         value = cells[row][column].value
         others = {label: cells[label][column].value for label in verdict["against"]}
+        missing = [label for label, other in {row: value, **others}.items() if other is None]
+        if missing:
+            notes.append(
+                f"{row} cannot be compared on {column}: no value for {', '.join(missing)}."
+            )
+            continue
         beaten = [label for label, other in others.items() if value > other]
         compared = ", ".join(f"{label} {other:.{spec.digits}f}" for label, other in others.items())
         if len(beaten) == len(others):
