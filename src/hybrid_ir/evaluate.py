@@ -95,8 +95,8 @@ from typing import Literal
 import ir_measures
 from ir_measures import measures as ir_measure_types
 
-from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import open_text, parse_relevance
+from hybrid_ir.errors import ConfigError
+from hybrid_ir.formats import parse_relevance, qrels_lines
 from hybrid_ir.runs import Run, read_run, topic_sort_key
 
 LOGGER = logging.getLogger(__name__)
@@ -375,24 +375,15 @@ def load_qrels(path: str | Path) -> Qrels:
     """
     qrels: Qrels = {}
     floats = duplicates = 0
-    with open_text(path) as handle:
-        for line_number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) != 4:
-                raise InputFormatError(
-                    path, line_number, f"expected 4 fields (qid iter docid rel), got {len(fields)}"
-                )
-            topic, _, doc, value = fields
-            relevance = parse_relevance(value, path, line_number)
-            if not value.lstrip("+-").isdigit():
-                floats += 1
-            judgments = qrels.setdefault(topic, {})
-            if doc in judgments:
-                duplicates += 1
-                relevance = max(relevance, judgments[doc])
-            judgments[doc] = relevance
+    for line_number, topic, doc, value in qrels_lines(path):
+        relevance = parse_relevance(value, path, line_number)
+        if not value.lstrip("+-").isdigit():
+            floats += 1
+        judgments = qrels.setdefault(topic, {})
+        if doc in judgments:
+            duplicates += 1
+            relevance = max(relevance, judgments[doc])
+        judgments[doc] = relevance
     if floats:
         LOGGER.warning(
             "%s: %d relevance value(s) written as floats (e.g. 3.0) read as integers", path, floats

@@ -121,9 +121,8 @@ def parse_relevance(value: str, path: str | Path, line_number: int) -> int:
     return int(number)
 
 
-def read_qrels(path: str | Path) -> list[Judgment]:
-    """Read a TREC qrels file (``qid iter docid rel``, whitespace separated)."""
-    judgments = []
+def qrels_lines(path: str | Path) -> Iterator[tuple[int, str, str, str]]:
+    """``(line number, qid, docid, relevance as written)`` of a TREC qrels file."""
     with open_text(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             fields = line.split()
@@ -134,10 +133,15 @@ def read_qrels(path: str | Path) -> list[Judgment]:
                     path, line_number, f"expected 4 fields (qid iter docid rel), got {len(fields)}"
                 )
             query_id, _, doc_id, relevance = fields
-            judgments.append(
-                Judgment(query_id, doc_id, parse_relevance(relevance, path, line_number))
-            )
-    return judgments
+            yield line_number, query_id, doc_id, relevance
+
+
+def read_qrels(path: str | Path) -> list[Judgment]:
+    """Read a TREC qrels file (``qid iter docid rel``, whitespace separated)."""
+    return [
+        Judgment(query_id, doc_id, parse_relevance(relevance, path, line_number))
+        for line_number, query_id, doc_id, relevance in qrels_lines(path)
+    ]
 
 
 @dataclass(frozen=True)
@@ -160,30 +164,6 @@ def write_run(path: str | Path, entries: Iterable[RunEntry]) -> int:
             )
             count += 1
     return count
-
-
-def read_run(path: str | Path) -> list[RunEntry]:
-    """Read a TREC run file (``qid Q0 docid rank score tag``)."""
-    entries = []
-    with open_text(path) as handle:
-        for line_number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) != 6:
-                raise InputFormatError(
-                    path,
-                    line_number,
-                    f"expected 6 fields (qid Q0 docid rank score tag), got {len(fields)}",
-                )
-            query_id, _, doc_id, rank, score, tag = fields
-            try:
-                entries.append(RunEntry(query_id, doc_id, int(rank), float(score), tag))
-            except ValueError:
-                raise InputFormatError(
-                    path, line_number, f"rank {rank!r} or score {score!r} is not a number"
-                ) from None
-    return entries
 
 
 def write_table(path: str | Path, rows: list[dict]) -> int:
