@@ -96,25 +96,22 @@ def _split_digits(text: str) -> list[str]:
     return tokens + ([current] if current else [])
 
 
-def write_run(run: Run, path: str | Path, tag: str, k: int | None = None) -> int:
-    """Write a TREC run in canonical order, each topic cut at ``k``; return the line count."""
+LINE_FORMATS = {
+    "trec": "{0.query_id} Q0 {0.doc_id} {0.rank} {0.score:.6f} {0.tag}\n",
+    "arqmath": "{0.query_id}\t{0.doc_id}\t{0.rank}\t{0.score:.6f}\t{0.tag}\n",
+}
+"""Line layouts: TREC, and the ARQMath Task-1 submission TSV (topic, post, rank, score, run)."""
+
+
+def write_run(
+    run: Run, path: str | Path, tag: str, k: int | None = None, style: str = "trec"
+) -> int:
+    """Write a run in canonical order, each topic cut at ``k``; return the line count."""
+    if style not in LINE_FORMATS:
+        raise ValueError(f"unknown run file style {style!r}; choose {', '.join(LINE_FORMATS)}")
     count = 0
     with atomic_output(path) as out:
         for entry in entries(run, tag, k):
-            out.write(
-                f"{entry.query_id} Q0 {entry.doc_id} {entry.rank} {entry.score:.6f} {entry.tag}\n"
-            )
-            count += 1
-    return count
-
-
-def write_arqmath_tsv(run: Run, path: str | Path, tag: str, k: int = 1000) -> int:
-    """Write the ARQMath Task-1 submission format (topic, post, rank, score, run)."""
-    count = 0
-    with atomic_output(path) as out:
-        for entry in entries(run, tag, k):
-            out.write(
-                f"{entry.query_id}\t{entry.doc_id}\t{entry.rank}\t{entry.score:.6f}\t{entry.tag}\n"
-            )
+            out.write(LINE_FORMATS[style].format(entry))
             count += 1
     return count

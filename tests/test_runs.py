@@ -1,0 +1,48 @@
+"""Runs: canonical order, duplicate documents, both file formats, malformed lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from hybrid_ir.errors import InputFormatError
+from hybrid_ir.runs import canonicalize, read_run, topic_sort_key, write_run
+
+
+def test_canonical_order_is_score_then_doc_id_descending_and_cut_at_k():
+    run = {"q": {"a": 1.0, "c": 2.0, "b": 2.0, "d": 0.5}}
+    assert list(canonicalize(run, k=3)["q"]) == ["c", "b", "a"]
+
+
+def test_duplicate_documents_keep_their_best_score(tmp_path):
+    path = tmp_path / "dup.trec"
+    path.write_text("q Q0 a 1 3.0 t\nq Q0 b 2 2.0 t\nq Q0 a 3 1.0 t\n")
+    assert read_run(path) == {"q": {"a": 3.0, "b": 2.0}}
+
+
+def test_trec_and_arqmath_tsv_round_trip(tmp_path):
+    run = {"A.10": {"7": 0.5, "9": 0.25}, "A.2": {"3": 1.0}}
+    trec, tsv = tmp_path / "run.trec", tmp_path / "run.tsv"
+    assert write_run(run, trec, tag="sys") == 3
+    assert write_run(run, tsv, tag="sys", style="arqmath") == 3
+    assert trec.read_text().splitlines() == [
+        "A.2 Q0 3 1 1.000000 sys",
+        "A.10 Q0 7 1 0.500000 sys",
+        "A.10 Q0 9 2 0.250000 sys",
+    ]
+    assert tsv.read_text().splitlines()[1] == "A.10\t7\t1\t0.500000\tsys"
+    assert read_run(trec) == read_run(tsv) == run
+
+
+def test_topics_sort_naturally():
+    assert sorted(["A.10", "A.2", "A.1"], key=topic_sort_key) == ["A.1", "A.2", "A.10"]
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [("q Q0 a 1\n", "got 4"), ("q Q0 a 1 high t\n", "score 'high' is not a number")],
+)
+def test_malformed_lines_name_file_and_line(tmp_path, line, problem):
+    path = tmp_path / "bad.trec"
+    path.write_text("q Q0 b 1 2.0 t\n" + line)
+    with pytest.raises(InputFormatError, match=rf"bad.trec:2: .*{problem}"):
+        read_run(path)
