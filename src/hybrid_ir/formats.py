@@ -72,16 +72,24 @@ def write_records(path: str | Path, records: Iterable[dict]) -> int:
     return count
 
 
+def json_lines(handle: IO[str], name: str | Path) -> Iterator[tuple[int, dict]]:
+    """``(line number, object)`` of a JSON Lines stream; a bad line names ``name`` and line."""
+    for line_number, line in enumerate(handle, start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InputFormatError(name, line_number, f"invalid JSON: {error.msg}") from None
+        if not isinstance(value, dict):
+            raise InputFormatError(name, line_number, "expected a JSON object")
+        yield line_number, value
+
+
 def read_records(path: str | Path) -> Iterator[dict]:
     """Read canonical corpus or topic JSON Lines, checking the required keys line by line."""
     with open_text(path) as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputFormatError(path, line_number, f"invalid JSON: {error.msg}") from None
+        for line_number, record in json_lines(handle, path):
             missing = [key for key in REQUIRED_KEYS if key not in record]
             if missing:
                 raise InputFormatError(path, line_number, f"missing key(s) {', '.join(missing)}")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import csv
 import io
-import json
 import tokenize
 import zipfile
 from collections.abc import Iterator, Mapping
@@ -30,7 +29,7 @@ from typing import IO
 
 from hybrid_ir.collections import Collection, reader
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import REQUIRED_KEYS, Judgment, open_text, parse_relevance
+from hybrid_ir.formats import REQUIRED_KEYS, Judgment, json_lines, open_text, parse_relevance
 
 Source = Path | zipfile.Path  # a file on disk or a member of a zip archive
 
@@ -53,16 +52,7 @@ def _open(source: Source) -> IO[str]:
 
 def _json_objects(source: Source) -> Iterator[tuple[int, dict]]:
     with _open(source) as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputFormatError(str(source), number, f"invalid JSON: {error.msg}") from None
-            if not isinstance(value, dict):
-                raise InputFormatError(str(source), number, "expected a JSON object")
-            yield number, value
+        yield from json_lines(handle, str(source))
 
 
 def _string(value: dict, key: str, source: Source, number: int) -> str:
