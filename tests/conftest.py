@@ -22,3 +22,41 @@ def mirror() -> Path:
     if path is None:
         pytest.skip("raw-data mirror not found: set HYBRID_IR_MIRROR or place it at ../shared/data")
     return path
+
+
+TINY_WORDS = (
+    "the a of and is to in that it for on with as by prove show let be we find value sum "
+    "integral function number prime matrix norm inequality root x y n k p q"
+).split()
+
+
+def make_tiny_bert(path: Path, seed: int = 0) -> Path:
+    """A randomly initialised 2-layer BERT (hidden 32) with a WordPiece tokenizer, saved as an
+    encoder without MLM head, like the packaged all-MiniLM-L6-v2."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    path.mkdir(parents=True, exist_ok=True)
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    characters = list("abcdefghijklmnopqrstuvwxyz0123456789<>{}()[]^_+-=.,:;!?$\\|/*")
+    pieces = [f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz0123456789"]
+    vocab = specials + characters + pieces + TINY_WORDS
+    (path / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n")
+    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True)
+    tokenizer.save_pretrained(path)
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    BertModel(config).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert") / "model")

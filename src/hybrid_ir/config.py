@@ -55,6 +55,9 @@ def systems(config: dict, collection: str, topics: str) -> dict[str, str]:
     for name, retriever in config.get("retrievers", {}).get(collection, {}).items():
         if topics in retriever["topics"]:
             origins[name] = "retrievers"
+    math = config.get("math_models")
+    if math and math["collection"] == collection and topics in math["topics"]:
+        origins |= dict.fromkeys(math_model_runs(math), "math_models")
     for name, entry in config.get("sweeps", {}).items():
         if (entry["collection"], entry["topics"]) == (collection, topics):
             origins[f"{name}-best"] = "sweeps"
@@ -67,6 +70,51 @@ def systems(config: dict, collection: str, topics: str) -> dict[str, str]:
                 )
             origins[name] = origin
     return origins
+
+
+def math_model_runs(math: dict) -> dict[str, dict]:
+    """Runs of the math language models: ``dpr-<backbone>``, ``colbert-<backbone>`` and the
+    configured re-rankers -> {kind, backbone, ...}."""
+    runs = {}
+    for backbone in math["backbones"]:
+        for kind in ("dpr", "colbert"):
+            if kind in math:
+                runs[f"{kind}-{backbone}"] = {"kind": kind, "backbone": backbone}
+    for name, entry in math.get("rerankers", {}).items():
+        runs[name] = {"kind": "rerank", **entry}
+    return runs
+
+
+def _check_math_models(config: dict, source: str) -> None:
+    math = config.get("math_models")
+    if not math:
+        return
+    collections = config["collections"]
+    named = [math["collection"], *math["pretokenize"], *math["pretraining"]["corpus"]]
+    named += math.get("triplets", {}).get("collections", [])
+    for name in named:
+        if name not in collections:
+            raise ConfigError(f"{source}: math_models: no collection named {name!r}")
+    for name in [math["collection"], *math["pretraining"]["corpus"]]:
+        if name not in math["pretokenize"]:
+            raise ConfigError(f"{source}: math_models: collection {name!r} is not pre-tokenized")
+    for topics in math["topics"]:
+        if topics not in collections[math["collection"]]["topics"]:
+            raise ConfigError(f"{source}: math_models.topics: no topic set {topics!r}")
+    for name, entry in math.get("rerankers", {}).items():
+        if entry["backbone"] not in math["backbones"]:
+            raise ConfigError(
+                f"{source}: math_models.rerankers.{name}.backbone: no backbone "
+                f"{entry['backbone']!r}"
+            )
+        for topics in math["topics"]:
+            _check_run(
+                config,
+                f"math_models.rerankers.{name}.base",
+                math["collection"],
+                topics,
+                entry["base"],
+            )
 
 
 def _check_run(config: dict, where: str, collection: str, topics: str, name: str) -> None:
@@ -188,6 +236,7 @@ def _check_references(config: dict, source: str) -> None:
                     f"{source}: bm25.experiments.{name}.qrels: {qrels!r} is not one of the "
                     f"collection's qrels sets {collection['qrels']}"
                 )
+    _check_math_models(config, source)
     _check_runs_and_tables(config)
 
 

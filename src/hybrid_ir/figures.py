@@ -4,7 +4,8 @@
   curves (the ``IPrec@0.0`` ... ``IPrec@1.0`` columns of the ``cf`` measure set);
 - :func:`metric_vs_parameter` -- paper 003's lambda ablation (NDCG@10 against lambda), with the
   single methods as horizontal reference lines;
-- :func:`recall_at_k_curve` -- paper 002 Fig. 1: Recall@k against k.
+- :func:`recall_at_k_curve` -- paper 002 Fig. 1: Recall@k against k;
+- :func:`loss_curves` -- MLM further pretraining: training and held-out losses by step.
 
 Figures are drawn on a bare :class:`~matplotlib.figure.Figure` rendered by Agg, never through
 pyplot, so no global backend or figure registry is touched and figures can be made from worker
@@ -140,6 +141,21 @@ def recall_at_k_curve(
         if log_x:
             axes.set_xscale("log")
         axes.set_ylim(-0.02, 1.02)
+        return _save(figure, axes, out_stem)
+
+
+def loss_curves(
+    history: Sequence[Mapping[str, Any]], out_stem: str | Path, title: str = "Pretraining loss"
+) -> tuple[Path, Path]:
+    """MLM and NSP losses against the step: training (every step) and held-out (markers)."""
+    with matplotlib.rc_context(_STYLE):
+        figure, axes = _figure(title, "step", "cross-entropy")
+        for split, style in (("train", "-"), ("heldout", "o-")):
+            rows = [row for row in history if row["split"] == split]
+            for loss in ("mlm", "nsp"):
+                if rows and any(row[loss] for row in rows):
+                    steps = [row["step"] for row in rows]
+                    axes.plot(steps, [row[loss] for row in rows], style, label=f"{split} {loss}")
         return _save(figure, axes, out_stem)
 
 

@@ -39,3 +39,13 @@ def run(collection: str, topic_set: str, system: str) -> str:
 
 def evaluation(collection: str, topic_set: str, system: str, qrels_set: str) -> str:
     return f"{RESULTS}/eval/{collection}/{topic_set}/{system}.{qrels_set}.json"
+
+
+def pretok(collection: str, name: str) -> str:
+    """A pre-tokenized canonical file: ``name`` is ``corpus`` or ``topics/<set>``."""
+    return f"{RESULTS}/pretok/{collection}/{name}.jsonl"
+
+
+def model(kind: str, backbone: str) -> str:
+    """A trained model directory: ``kind`` is ``pretrained``, ``dpr`` or ``colbert``."""
+    return f"{RESULTS}/models/{kind}/{backbone}"

@@ -9,7 +9,13 @@ from snakemake.exceptions import WorkflowError
 
 from hybrid_ir import paths
 from hybrid_ir.checks import checks_from_expected
-from hybrid_ir.config import evaluation_pairs, load_expected, systems, validate_config
+from hybrid_ir.config import (
+    evaluation_pairs,
+    load_expected,
+    math_model_runs,
+    systems,
+    validate_config,
+)
 from hybrid_ir.errors import HybridIRError
 from hybrid_ir.fetch import load_manifest, mirror_root
 
@@ -35,6 +41,8 @@ RETRIEVERS = config.get("retrievers", {})
 SWEEPS = config.get("sweeps", {})
 FIGURES = config.get("figures", {})
 RUN_DEPTH = config.get("run_depth", 1000)
+MATH = config.get("math_models") or {}
+MATH_RUNS = math_model_runs(MATH) if MATH else {}
 LAYOUTS = ("flat", "multifield")
 # One environment for every rule; its path is relative to the rule files in workflow/rules.
 CONDA_ENV = "../../envs/hybrid-ir.yaml"
@@ -202,12 +210,70 @@ def table_outputs(name):
     return [f"{stem}.md", f"{stem}.tex", f"{stem}.csv", f"{stem}.per_query.tsv"]
 
 
+def pretok_inputs(name):
+    """Canonical corpus and topic files of a collection, keyed as its pre-tokenized copies."""
+    converted = converted_outputs(name)
+    return {key: path for key, path in converted.items() if key == "corpus" or key.startswith("topics_")}
+
+
+def pretok_outputs(name):
+    return {
+        key: paths.pretok(name, "corpus" if key == "corpus" else f"topics/{key[len('topics_'):]}")
+        for key in pretok_inputs(name)
+    }
+
+
+def backbone_input(backbone):
+    """The further-pretrained directory a backbone starts from, if it is pretrained here."""
+    if MATH["backbones"][backbone].get("pretrain"):
+        return {"backbone": paths.model("pretrained", backbone)}
+    return {}
+
+
+def pretraining_settings(backbone):
+    """The shared pretraining settings, with the backbone's own overrides (``epochs`` given
+    there replaces a shared ``steps``, and the other way round)."""
+    settings = {k: v for k, v in MATH["pretraining"].items() if k != "corpus"}
+    override = MATH["backbones"][backbone].get("pretraining", {})
+    for length in ("steps", "epochs"):
+        if length in override:
+            settings.pop("epochs" if length == "steps" else "steps", None)
+    return settings | override
+
+
+def backbone_source(wildcards, input):
+    """What a fine-tuning step loads: the pretrained directory, or the configured model."""
+    return input.get("backbone") or MATH["backbones"][wildcards.backbone]["model"]
+
+
+def all_qrels():
+    return [paths.qrels(name, s) for name, c in COLLECTIONS.items() for s in c["qrels"]]
+
+
+def math_targets():
+    if not MATH:
+        return []
+    targets = []
+    for backbone, entry in MATH["backbones"].items():
+        if entry.get("pretrain"):
+            targets += [f"{paths.model('pretrained', backbone)}.losses.tsv"]
+            targets += [f"results/figures/pretraining-{backbone}.png"]
+    for name in MATH_RUNS:
+        if MATH_RUNS[name]["kind"] in ("dpr", "colbert"):
+            targets.append(paths.index_stats(MATH["collection"], name))
+        targets += [paths.run(MATH["collection"], topics, name) for topics in MATH["topics"]]
+    if "ntcir12" in MATH["pretokenize"]:
+        targets += list(pretok_outputs("ntcir12").values())
+    return targets
+
+
 def all_targets():
     targets = [output for name in COLLECTIONS for output in converted_outputs(name).values()]
     targets += [output for name in TABLES for output in table_outputs(name)]
     targets += [crossval_report(name) for name in CROSSVAL]
     targets += [sweep_report(name) for name in SWEEPS]
     targets += [output for name in FIGURES for output in figure_outputs(name)]
+    targets += math_targets()
     if BM25["experiments"]:
         targets += ["results/tables/bm25.md", "results/tables/bm25.csv"]
     if EXPECTED:
@@ -231,3 +297,5 @@ wildcard_constraints:
     sweep=alternatives(SWEEPS),
     figure=alternatives(FIGURES),
     table=alternatives(TABLES),
+    backbone=alternatives(MATH.get("backbones", {})),
+    encoder=alternatives(("dpr", "colbert")),

@@ -17,3 +17,27 @@ rule bm25_index:
         CONDA_ENV
     script:
         "../scripts/bm25_index.py"
+
+
+rule encoder_index:
+    input:
+        model=paths.model("{encoder}", "{backbone}"),
+        corpus=lambda w: paths.pretok(w.collection, "corpus"),
+    output:
+        index=directory(paths.index("{collection}", "{encoder}-{backbone}")),
+        stats=paths.index_stats("{collection}", "{encoder}-{backbone}"),
+    params:
+        code=lambda w: code_version(w.encoder, "models"),
+        settings=lambda w: MATH[w.encoder],
+        doc_fields=MATH.get("doc_fields", ["text"]),
+        threads=MATH.get("threads"),
+        extensions=".cache/torch_extensions",
+    threads: MATH.get("threads", 1)
+    log:
+        "results/logs/index/{collection}/{encoder}-{backbone}.log",
+    benchmark:
+        "results/benchmarks/index/{collection}/{encoder}-{backbone}.tsv"
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/encoder_index.py"

@@ -77,3 +77,55 @@ rule retrieve:
         CONDA_ENV
     script:
         "../scripts/retrieve.py"
+
+
+rule encoder_search:
+    input:
+        model=paths.model("{encoder}", "{backbone}"),
+        index=paths.index("{collection}", "{encoder}-{backbone}"),
+        topics=lambda w: paths.pretok(w.collection, f"topics/{w.topics}"),
+    output:
+        run=paths.run("{collection}", "{topics}", "{encoder}-{backbone}"),
+    params:
+        code=lambda w: code_version(w.encoder, "models", "runs", "dense"),
+        settings=lambda w: MATH[w.encoder],
+        query_fields=MATH.get("query_fields", ["title", "text"]),
+        hits=MATH.get("hits", RUN_DEPTH),
+        threads=MATH.get("threads"),
+        extensions=".cache/torch_extensions",
+    threads: MATH.get("threads", 1)
+    log:
+        "results/logs/runs/{collection}/{topics}/{encoder}-{backbone}.log",
+    benchmark:
+        "results/benchmarks/runs/{collection}/{topics}/{encoder}-{backbone}.tsv"
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/encoder_search.py"
+
+
+rule mlm_rerank:
+    input:
+        model=lambda w: paths.model("pretrained", MATH_RUNS[w.system]["backbone"]),
+        base=lambda w: run_path(w.collection, w.topics, MATH_RUNS[w.system]["base"]),
+        corpus=lambda w: paths.pretok(w.collection, "corpus"),
+        topics=lambda w: paths.pretok(w.collection, f"topics/{w.topics}"),
+    output:
+        run=paths.run("{collection}", "{topics}", "{system}"),
+    params:
+        code=code_version("rerank", "models", "runs", "dense"),
+        reranker=lambda w: MATH_RUNS[w.system],
+        doc_fields=MATH.get("doc_fields", ["text"]),
+        query_fields=MATH.get("query_fields", ["title", "text"]),
+        threads=MATH.get("threads"),
+    threads: MATH.get("threads", 1)
+    log:
+        "results/logs/runs/{collection}/{topics}/{system}.rerank.log",
+    benchmark:
+        "results/benchmarks/runs/{collection}/{topics}/{system}.tsv"
+    wildcard_constraints:
+        system=alternatives(MATH.get("rerankers", {})),
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/mlm_rerank.py"

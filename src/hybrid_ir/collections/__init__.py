@@ -46,6 +46,7 @@ _READER_MODULES = (
     "hybrid_ir.collections.beir",
     "hybrid_ir.collections.arqmath",
     "hybrid_ir.collections.ntcir",
+    "hybrid_ir.collections.stackmathqa",
 )
 
 

@@ -1,0 +1,180 @@
+"""DPR (paper 000, §2.2): a [CLS] bi-encoder scored by dot product, trained on triplets.
+
+One encoder embeds queries and passages (a shared, "siamese" encoder, as pya0's DPR trainer
+does). Eq. 1: ``s(q, p) = E(q) . E(p)``. Eq. 2: for a batch of B triplets, each query's
+positive competes with all 2B passages of the batch (the other queries' positives and every
+hard negative): cross-entropy over ``Q P^T``. AdamW with weight decay; linear decay of the
+learning rate. Batches take the triplets in file order (the triplet file is already shuffled
+with the configured seed), and dropout draws from a generator seeded per step.
+
+Index: a faiss ``IndexFlatIP`` (exact inner product) over float32 passage vectors; search is
+top-k per query; the doc ids travel in a JSON file beside the index.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hybrid_ir.models import Encoder, backbone_path, directory_size, load_tokenizer
+from hybrid_ir.runs import Run
+
+logger = logging.getLogger(__name__)
+
+INDEX_FILE = "index.faiss"
+DOCIDS_FILE = "docids.json"
+
+
+@dataclass(frozen=True)
+class DPRSettings:
+    steps: int
+    batch_size: int
+    lr: float
+    seed: int
+    weight_decay: float = 0.01
+    query_max_length: int = 64
+    passage_max_length: int = 512
+    warmup_steps: int = 0
+    device: str = "cpu"
+
+
+def _cls(model, tokenizer, texts: Sequence[str], max_length: int, device: str):
+    inputs = tokenizer(
+        list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+    ).to(device)
+    return model(**inputs).last_hidden_state[:, 0]
+
+
+def contrastive_loss(queries, positives, negatives):
+    """Eq. 2 with in-batch negatives: query i's target is passage i among all 2B passages."""
+    import torch
+    import torch.nn.functional as F
+
+    passages = torch.cat([positives, negatives])
+    scores = queries @ passages.T
+    return F.cross_entropy(scores, torch.arange(len(queries), device=scores.device))
+
+
+def train_dpr(backbone: str, triplets: Sequence[dict], output: Path, settings: DPRSettings) -> dict:
+    """Fine-tune ``backbone`` as a DPR encoder; save encoder and tokenizer to ``output``."""
+    import torch
+    from tqdm import tqdm
+    from transformers import AutoModel, get_linear_schedule_with_warmup
+
+    from hybrid_ir.models import seed_everything
+
+    seed_everything(settings.seed)
+    path = backbone_path(backbone)
+    tokenizer = load_tokenizer(path)
+    model = AutoModel.from_pretrained(path).to(settings.device).train()
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
+    )
+    schedule = get_linear_schedule_with_warmup(optimizer, settings.warmup_steps, settings.steps)
+    losses = []
+    began = time.perf_counter()
+    for step in tqdm(range(settings.steps), desc="DPR", mininterval=5):
+        start = step * settings.batch_size
+        batch = [triplets[(start + i) % len(triplets)] for i in range(settings.batch_size)]
+        torch.manual_seed(settings.seed + step)
+        device = settings.device
+        queries = _cls(
+            model, tokenizer, [t["query"] for t in batch], settings.query_max_length, device
+        )
+        positives = _cls(
+            model, tokenizer, [t["positive"] for t in batch], settings.passage_max_length, device
+        )
+        negatives = _cls(
+            model, tokenizer, [t["negative"] for t in batch], settings.passage_max_length, device
+        )
+        loss = contrastive_loss(queries, positives, negatives)
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(round(loss.item(), 6))
+        if (step + 1) % 10 == 0:
+            logger.info("step %d: loss %.4f", step + 1, np.mean(losses[-10:]))
+    seconds = time.perf_counter() - began
+    facts = {
+        "backbone": backbone,
+        "triplets": len(triplets),
+        "epochs": round(settings.steps * settings.batch_size / len(triplets), 3),
+        "seconds": round(seconds, 1),
+        "steps_per_second": round(settings.steps / seconds, 3),
+        "first_loss": losses[0],
+        "final_loss": float(np.mean(losses[-10:])),
+        "losses": losses,
+        "settings": asdict(settings),
+    }
+    staging = output.with_name(f".{output.name}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    model.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    (staging / "dpr.json").write_text(json.dumps(facts, indent=1) + "\n")
+    shutil.rmtree(output, ignore_errors=True)
+    os.replace(staging, output)
+    return facts
+
+
+def index_dpr(
+    model: Path,
+    documents: Mapping[str, str],
+    index_dir: Path,
+    max_length: int,
+    batch_size: int = 32,
+) -> dict:
+    """Encode ``documents`` (doc id -> text) with [CLS] and store a flat inner-product index."""
+    import faiss
+
+    began = time.perf_counter()
+    encoder = Encoder(model, pooling="cls", max_length=max_length, batch_size=batch_size)
+    ids = list(documents)
+    vectors = encoder.encode([documents[i] for i in ids], progress=True)
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(vectors)
+    staging = index_dir.with_name(f".{index_dir.name}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    faiss.write_index(index, str(staging / INDEX_FILE))
+    (staging / DOCIDS_FILE).write_text(json.dumps(ids) + "\n")
+    shutil.rmtree(index_dir, ignore_errors=True)
+    os.replace(staging, index_dir)
+    seconds = time.perf_counter() - began
+    return {
+        "documents": len(ids),
+        "dimension": int(vectors.shape[1]),
+        "size_bytes": directory_size(index_dir),
+        "seconds": round(seconds, 1),
+        "documents_per_second": round(len(ids) / seconds, 1),
+    }
+
+
+def search_dpr(
+    model: Path, index_dir: Path, queries: Mapping[str, str], k: int, max_length: int
+) -> Run:
+    """Top-``k`` passages per query by dot product with the query's [CLS] vector."""
+    import faiss
+
+    index = faiss.read_index(str(index_dir / INDEX_FILE))
+    ids = json.loads((index_dir / DOCIDS_FILE).read_text())
+    encoder = Encoder(model, pooling="cls", max_length=max_length)
+    topic_ids = list(queries)
+    vectors = encoder.encode([queries[t] for t in topic_ids])
+    scores, rows = index.search(vectors, min(k, len(ids)))
+    return {
+        topic: {
+            ids[row]: float(score)
+            for row, score in zip(rows[i], scores[i], strict=True)
+            if row >= 0
+        }
+        for i, topic in enumerate(topic_ids)
+    }

@@ -1,0 +1,432 @@
+"""MLM (+NSP) further pretraining of a backbone on pre-tokenized math text (paper 000, §3.2).
+
+Data: documents are split into sentences; each adjacent pair becomes an example whose second
+sentence is, with probability 1/2, replaced by a sentence of another document (BERT's next
+sentence prediction). A seeded slice of the documents is held out and scored every
+``eval_every`` steps. Masking picks 15% of the non-special pieces; ``mask_rule`` ``80/10/10``
+(BERT) turns 80% of those into [MASK], 10% into a random piece and keeps 10%; ``80/20`` keeps
+20%, which is what pya0's trainer does in effect (its random-piece branch, ``r <= 0.1`` after
+``r <= 0.8``, can never fire).
+
+Model: ``BertForPreTraining`` loaded from the backbone. all-MiniLM-L6-v2 ships the encoder
+only, so the MLM head (transform + LayerNorm + bias; its decoder is tied to the input
+embeddings) and the NSP classifier are newly initialised: the facts list every new weight.
+The math tokens are added and the embeddings resized before training.
+
+Resumption: every ``checkpoint_every`` steps the model, optimizer, schedule and loss history
+are saved under ``workdir``. A restarted run with the same settings continues from the newest
+checkpoint; batches, masks and dropout are drawn from generators seeded by (seed, step), so a
+run killed and resumed ends with the same weights as one that never stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from hybrid_ir.errors import ConfigError, HybridIRError
+from hybrid_ir.models import (
+    add_math_tokens,
+    backbone_path,
+    load_tokenizer,
+    resize_embeddings,
+    tokenizations_match,
+)
+
+logger = logging.getLogger(__name__)
+
+MASK_RULES = ("80/10/10", "80/20")
+IS_NEXT, NOT_NEXT = 0, 1  # transformers' next_sentence_label convention
+IGNORE = -100
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+|\n+")
+_CHECKPOINT = re.compile(r"step-(\d+)$")
+KEEP_CHECKPOINTS = 2
+
+
+@dataclass(frozen=True)
+class PretrainSettings:
+    steps: int | None
+    batch_size: int
+    lr: float
+    max_length: int
+    seed: int
+    mlm_probability: float = 0.15
+    mask_rule: str = "80/10/10"
+    nsp: bool = True
+    weight_decay: float = 0.01
+    warmup_steps: int = 0
+    checkpoint_every: int = 100
+    eval_every: int = 50
+    heldout: float = 0.05
+    max_heldout_pairs: int = 64
+    device: str = "cpu"
+    epochs: float | None = None
+
+    def __post_init__(self):
+        if (self.steps is None) == (self.epochs is None):
+            raise ConfigError("pretraining needs exactly one of steps and epochs")
+        if self.mask_rule not in MASK_RULES:
+            raise ConfigError(f"pretraining mask_rule must be one of {MASK_RULES}")
+        if not 0 < self.mlm_probability < 1:
+            raise ConfigError("pretraining mlm_probability must be in (0, 1)")
+        if not 0 < self.heldout < 1:
+            raise ConfigError("pretraining heldout must be in (0, 1)")
+
+
+@dataclass(frozen=True)
+class Pair:
+    first: str
+    second: str
+    label: int
+
+
+def sentences(text: str) -> list[str]:
+    return [piece.strip() for piece in _SENTENCE_END.split(text) if piece and piece.strip()]
+
+
+def split_documents(
+    documents: Sequence[list[str]], heldout: float, seed: int
+) -> tuple[list[list[str]], list[list[str]]]:
+    """(training, held-out) documents: a seeded ``heldout`` fraction, at least one document."""
+    order = np.random.default_rng(seed).permutation(len(documents))
+    cut = max(1, math.ceil(heldout * len(documents)))
+    held = {int(index) for index in order[:cut]}
+    train = [doc for index, doc in enumerate(documents) if index not in held]
+    return train, [doc for index, doc in enumerate(documents) if index in held]
+
+
+def sentence_pairs(documents: Sequence[list[str]], seed: int, nsp: bool = True) -> list[Pair]:
+    """Adjacent sentence pairs; with ``nsp`` half the second sentences come from elsewhere."""
+    rng = np.random.default_rng(seed)
+    owners = [(doc, index) for doc, text in enumerate(documents) for index in range(len(text))]
+    pairs = []
+    for doc, text in enumerate(documents):
+        for index in range(len(text) - 1):
+            if nsp and len(documents) > 1 and rng.random() < 0.5:
+                other_doc, other = owners[int(rng.integers(len(owners)))]
+                while other_doc == doc:
+                    other_doc, other = owners[int(rng.integers(len(owners)))]
+                pairs.append(Pair(text[index], documents[other_doc][other], NOT_NEXT))
+            else:
+                pairs.append(Pair(text[index], text[index + 1], IS_NEXT))
+    return pairs
+
+
+def mask_tokens(input_ids, special, vocab_size: int, mask_id: int, settings, generator):
+    """(masked input ids, labels): BERT masking with ``settings.mask_rule``."""
+    import torch
+
+    probabilities = torch.full(input_ids.shape, settings.mlm_probability)
+    probabilities[special] = 0.0
+    chosen = torch.bernoulli(probabilities, generator=generator).bool()
+    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE))
+    draw = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, input_ids.shape, generator=generator)
+    masked = input_ids.clone()
+    masked[chosen & (draw < 0.8)] = mask_id
+    if settings.mask_rule == "80/10/10":
+        replace = chosen & (draw >= 0.8) & (draw < 0.9)
+        masked[replace] = random_ids[replace]
+    return masked, labels
+
+
+def _fingerprint(backbone: str, tokens: Sequence[str], pairs: int, settings) -> str:
+    digest = hashlib.sha256()
+    digest.update(json.dumps([backbone, list(tokens), pairs, asdict(settings)]).encode())
+    return digest.hexdigest()[:16]
+
+
+def _batch_indices(step: int, size: int, batch_size: int, seed: int) -> list[int]:
+    """The pair indices of ``step``: consecutive slices of per-epoch seeded permutations."""
+    indices = []
+    position = step * batch_size
+    while len(indices) < batch_size:
+        epoch, offset = divmod(position, size)
+        order = np.random.default_rng([seed, epoch]).permutation(size)
+        take = min(batch_size - len(indices), size - offset)
+        indices.extend(int(i) for i in order[offset : offset + take])
+        position += take
+    return indices
+
+
+class _Batches:
+    """Tokenized, masked batches; masks depend only on (seed, step), never on history."""
+
+    def __init__(self, tokenizer, pairs: Sequence[Pair], settings: PretrainSettings):
+        self.tokenizer = tokenizer
+        self.pairs = pairs
+        self.settings = settings
+
+    def make(self, indices: Sequence[int], mask_seed: int):
+        import torch
+
+        chosen = [self.pairs[index] for index in indices]
+        inputs = self.tokenizer(
+            [pair.first for pair in chosen],
+            [pair.second for pair in chosen],
+            truncation="longest_first",
+            max_length=self.settings.max_length,
+            padding=True,
+            return_special_tokens_mask=True,
+            return_tensors="pt",
+        )
+        special = inputs.pop("special_tokens_mask").bool()
+        generator = torch.Generator().manual_seed(mask_seed)
+        inputs["input_ids"], labels = mask_tokens(
+            inputs["input_ids"],
+            special,
+            len(self.tokenizer),
+            self.tokenizer.mask_token_id,
+            self.settings,
+            generator,
+        )
+        next_labels = torch.tensor([pair.label for pair in chosen])
+        return inputs, labels, next_labels
+
+
+def _losses(model, inputs, labels, next_labels, nsp: bool):
+    """(MLM loss, NSP loss); vocabulary logits are computed at the masked positions only,
+    which saves most of the head's cost (85% of positions carry no label)."""
+    import torch.nn.functional as F
+
+    encoded = model.bert(**inputs)
+    chosen = labels != IGNORE
+    logits = model.cls.predictions(encoded.last_hidden_state[chosen])
+    mlm = F.cross_entropy(logits, labels[chosen]) if chosen.any() else logits.sum() * 0.0
+    if not nsp:
+        return mlm, mlm.new_zeros(())
+    return mlm, F.cross_entropy(model.cls.seq_relationship(encoded.pooler_output), next_labels)
+
+
+def _heldout_loss(model, batches: _Batches, size: int, settings) -> tuple[float, float]:
+    import torch
+
+    model.eval()
+    totals, count = np.zeros(2), 0
+    with torch.inference_mode():
+        for start in range(0, size, settings.batch_size):
+            indices = list(range(start, min(size, start + settings.batch_size)))
+            inputs, labels, next_labels = batches.make(indices, settings.seed + start)
+            device = settings.device
+            mlm, nsp = _losses(
+                model, inputs.to(device), labels.to(device), next_labels.to(device), settings.nsp
+            )
+            totals += [float(mlm) * len(indices), float(nsp) * len(indices)]
+            count += len(indices)
+    model.train()
+    return tuple(float(x) for x in totals / max(count, 1))
+
+
+def _checkpoints(workdir: Path) -> list[tuple[int, Path]]:
+    if not workdir.is_dir():
+        return []
+    found = ((_CHECKPOINT.match(p.name), p) for p in workdir.iterdir() if p.is_dir())
+    return sorted((int(match.group(1)), path) for match, path in found if match)
+
+
+def _save_checkpoint(workdir: Path, step: int, state: dict) -> Path:
+    import torch
+
+    target = workdir / f"step-{step:07d}"
+    staging = workdir / f".step-{step:07d}.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    torch.save(state, staging / "state.pt")
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(staging, target)
+    for _, old in _checkpoints(workdir)[:-KEEP_CHECKPOINTS]:
+        shutil.rmtree(old)
+    return target
+
+
+def _resume_state(workdir: Path, fingerprint: str) -> dict | None:
+    import torch
+
+    for step, path in reversed(_checkpoints(workdir)):
+        state = torch.load(path / "state.pt", weights_only=False)
+        if state.get("fingerprint") == fingerprint:
+            logger.info("resuming from %s (step %d)", path, step)
+            return state
+        logger.info("ignoring %s: made with other settings", path)
+    return None
+
+
+def _load_model(backbone: str, tokenizer, device: str):
+    from transformers import BertForPreTraining
+
+    model, info = BertForPreTraining.from_pretrained(backbone, output_loading_info=True)
+    added = resize_embeddings(model, tokenizer)
+    return model.to(device), sorted(info["missing_keys"]), added
+
+
+def pretrain(
+    backbone: str,
+    documents: Sequence[list[str]],
+    math_tokens: Sequence[str],
+    output: Path,
+    workdir: Path,
+    settings: PretrainSettings,
+) -> dict:
+    """Further-pretrain ``backbone`` and save it (with its tokenizer) to ``output``.
+
+    ``documents`` are lists of sentences. Returns facts: pair counts, newly initialised
+    weights, tokens added, losses, timing. ``output`` is written through a temporary sibling.
+    """
+    import torch
+    from tqdm import tqdm
+    from transformers import get_linear_schedule_with_warmup
+
+    from hybrid_ir.models import seed_everything
+
+    seed_everything(settings.seed)
+    path = backbone_path(backbone)
+    train_docs, held_docs = split_documents(documents, settings.heldout, settings.seed)
+    train_pairs = sentence_pairs(train_docs, settings.seed, settings.nsp)
+    held_pairs = sentence_pairs(held_docs, settings.seed + 1, settings.nsp)
+    held_pairs = held_pairs[: settings.max_heldout_pairs]
+    if not train_pairs or not held_pairs:
+        raise ConfigError(
+            f"pretraining needs sentence pairs in both splits; got {len(train_pairs)} training "
+            f"and {len(held_pairs)} held-out pairs from {len(documents)} documents"
+        )
+    if settings.steps is None:
+        steps = math.ceil(settings.epochs * len(train_pairs) / settings.batch_size)
+        settings = replace(settings, steps=max(1, steps), epochs=None)
+    tokenizer = load_tokenizer(path)
+    added_tokens = add_math_tokens(tokenizer, math_tokens)
+    model, new_weights, added_rows = _load_model(path, tokenizer, settings.device)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
+    )
+    schedule = get_linear_schedule_with_warmup(optimizer, settings.warmup_steps, settings.steps)
+    fingerprint = _fingerprint(backbone, math_tokens, len(train_pairs), settings)
+    state = _resume_state(workdir, fingerprint)
+    history: list[dict] = []
+    start = 0
+    if state is not None:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        history, start = state["history"], state["step"]
+    train_batches = _Batches(tokenizer, train_pairs, settings)
+    held_batches = _Batches(tokenizer, held_pairs, settings)
+    model.train()
+    began = time.perf_counter()
+    for step in tqdm(range(start, settings.steps), desc="pretraining", mininterval=5):
+        indices = _batch_indices(step, len(train_pairs), settings.batch_size, settings.seed)
+        inputs, labels, next_labels = train_batches.make(indices, settings.seed * 1_000_003 + step)
+        torch.manual_seed(settings.seed + step)  # dropout
+        device = settings.device
+        mlm, nsp = _losses(
+            model, inputs.to(device), labels.to(device), next_labels.to(device), settings.nsp
+        )
+        loss = mlm + nsp
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        history.append({"step": step + 1, "split": "train", "mlm": mlm.item(), "nsp": nsp.item()})
+        done = step + 1
+        if done % settings.eval_every == 0 or done == settings.steps:
+            held_mlm, held_nsp = _heldout_loss(model, held_batches, len(held_pairs), settings)
+            history.append({"step": done, "split": "heldout", "mlm": held_mlm, "nsp": held_nsp})
+            logger.info(
+                "step %d: train mlm %.4f, held-out mlm %.4f nsp %.4f",
+                done,
+                mlm.item(),
+                held_mlm,
+                held_nsp,
+            )
+        if done % settings.checkpoint_every == 0 and done < settings.steps:
+            _save_checkpoint(
+                workdir,
+                done,
+                {
+                    "fingerprint": fingerprint,
+                    "step": done,
+                    "history": history,
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "schedule": schedule.state_dict(),
+                },
+            )
+    seconds = time.perf_counter() - began
+    trained = settings.steps - start
+    facts = {
+        "backbone": backbone,
+        "documents": {"train": len(train_docs), "heldout": len(held_docs)},
+        "pairs": {"train": len(train_pairs), "heldout": len(held_pairs)},
+        "math_tokens_added": added_tokens,
+        "embedding_rows_added": added_rows,
+        "newly_initialised": new_weights,
+        "resumed_from_step": start,
+        "steps": settings.steps,
+        "seconds": round(seconds, 1),
+        "steps_per_second": round(trained / seconds, 3) if trained and seconds else None,
+        "settings": asdict(settings),
+    }
+    samples = [text for pair in held_pairs[:100] for text in (pair.first, pair.second)]
+    _save_model(model, tokenizer, output, facts, samples)
+    return {**facts, "history": history}
+
+
+def _save_model(model, tokenizer, output: Path, facts: dict, samples: Sequence[str]) -> None:
+    """Save model and tokenizer; the saved tokenizer must tokenize ``samples`` identically."""
+    staging = output.with_name(f".{output.name}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    model.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    if not tokenizations_match(tokenizer, load_tokenizer(staging), samples):
+        raise HybridIRError(f"{staging}: the saved tokenizer tokenizes differently on reload")
+    facts["tokenizer_reload_checked_texts"] = len(samples)
+    (staging / "pretraining.json").write_text(json.dumps(facts, indent=1) + "\n")
+    shutil.rmtree(output, ignore_errors=True)
+    os.replace(staging, output)
+
+
+def write_losses(history: Sequence[dict], path: Path) -> None:
+    """The loss history as TSV: step, split (train/heldout), mlm, nsp."""
+    from hybrid_ir.formats import atomic_output
+
+    with atomic_output(path) as out:
+        out.write("step\tsplit\tmlm\tnsp\n")
+        for row in history:
+            out.write(f"{row['step']}\t{row['split']}\t{row['mlm']:.6f}\t{row['nsp']:.6f}\n")
+
+
+def mlm_documents(corpora: Sequence[tuple[str | Path, Sequence[str]]]) -> list[list[str]]:
+    """Sentence lists from pre-tokenized corpora: one document per record, made of its
+    ``fields``; a field value already used (a thread's question, repeated with every answer)
+    is not used again."""
+    from hybrid_ir.formats import read_records
+
+    seen: set[str] = set()
+    documents = []
+    for path, fields in corpora:
+        for record in read_records(path):
+            parts = []
+            for name in fields:
+                value = record.get(name)
+                if isinstance(value, str) and value.strip() and value not in seen:
+                    seen.add(value)
+                    parts.extend(sentences(value))
+            if parts:
+                documents.append(parts)
+    return documents
+
+
+def settings_from_config(entry: dict, **extra) -> PretrainSettings:
+    """Settings from the ``pretraining`` configuration entry (``corpus`` is not a setting)."""
+    values = {k: v for k, v in entry.items() if k in PretrainSettings.__dataclass_fields__}
+    return PretrainSettings(**{"steps": None, **values, **extra})

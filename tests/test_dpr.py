@@ -1,0 +1,76 @@
+"""DPR: Eq. 2's loss, training, the flat inner-product index and search; re-ranking (paper 001)."""
+
+import json
+
+import pytest
+import torch
+
+from hybrid_ir.dpr import DPRSettings, contrastive_loss, index_dpr, search_dpr, train_dpr
+from hybrid_ir.models import Encoder
+from hybrid_ir.rerank import rerank_by_embeddings
+
+DOCUMENTS = {
+    "d1": "prove the prime number inequality",
+    "d2": "the integral of the function",
+    "d3": "matrix norm and root",
+    "d4": "sum of k and n",
+}
+TRIPLETS = [
+    {"query_id": "q1", "query": "prime number", "positive_id": "d1", "positive": DOCUMENTS["d1"],
+     "negative_id": "d3", "negative": DOCUMENTS["d3"]},
+    {"query_id": "q2", "query": "integral", "positive_id": "d2", "positive": DOCUMENTS["d2"],
+     "negative_id": "d4", "negative": DOCUMENTS["d4"]},
+]  # fmt: skip
+
+
+def test_contrastive_loss_is_cross_entropy_over_all_batch_passages():
+    torch.manual_seed(0)
+    q, pos, neg = torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)
+    scores = q @ torch.cat([pos, neg]).T
+    expected = -torch.log_softmax(scores, dim=1)[torch.arange(3), torch.arange(3)].mean()
+    assert torch.allclose(contrastive_loss(q, pos, neg), expected)
+
+
+def _train(tiny_bert, out):
+    settings = DPRSettings(steps=4, batch_size=2, lr=1e-3, seed=3, passage_max_length=32)
+    return train_dpr(str(tiny_bert), TRIPLETS, out, settings)
+
+
+def test_training_index_and_search_are_deterministic(tiny_bert, tmp_path):
+    facts = _train(tiny_bert, tmp_path / "dpr")
+    assert facts["epochs"] == 4.0 and len(facts["losses"]) == 4
+    assert json.loads((tmp_path / "dpr" / "dpr.json").read_text())["steps_per_second"] > 0
+    stats = index_dpr(tmp_path / "dpr", DOCUMENTS, tmp_path / "index", max_length=32)
+    assert stats["documents"] == 4 and stats["dimension"] == 32 and stats["size_bytes"] > 0
+    run = search_dpr(tmp_path / "dpr", tmp_path / "index", {"q1": "prime"}, k=3, max_length=16)
+    assert len(run["q1"]) == 3 and set(run["q1"]) <= set(DOCUMENTS)
+
+    encoder = Encoder(tmp_path / "dpr", pooling="cls", max_length=16)
+    query = encoder.encode(["prime"])[0]
+    docs = Encoder(tmp_path / "dpr", pooling="cls", max_length=32).encode(list(DOCUMENTS.values()))
+    scores = dict(zip(DOCUMENTS, (docs @ query).tolist(), strict=True))
+    for doc, score in run["q1"].items():
+        assert score == pytest.approx(scores[doc], rel=1e-5)
+    left_out = set(DOCUMENTS) - set(run["q1"])
+    assert min(run["q1"].values()) >= max(scores[d] for d in left_out) - 1e-4
+
+    _train(tiny_bert, tmp_path / "dpr2")
+    index_dpr(tmp_path / "dpr2", DOCUMENTS, tmp_path / "index2", max_length=32)
+    again = search_dpr(tmp_path / "dpr2", tmp_path / "index2", {"q1": "prime"}, k=3, max_length=16)
+    assert again == run
+
+
+def test_rerank_scores_only_the_candidates_by_cosine(tiny_bert):
+    base = {"q": {"d1": 3.0, "d2": 2.0, "d3": 1.0, "d4": 0.5}}
+    run = rerank_by_embeddings(tiny_bert, base, DOCUMENTS, {"q": "prime"}, depth=2)
+    assert set(run["q"]) == {"d1", "d2"}
+    assert all(-1.0 <= score <= 1.0 for score in run["q"].values())
+    encoder = Encoder(tiny_bert, pooling="mean", normalize=True)
+    query, d1 = encoder.encode(["prime", DOCUMENTS["d1"]])
+    assert run["q"]["d1"] == pytest.approx(float(query @ d1), rel=1e-5)
+
+
+def test_head_truncation_keeps_the_first_pieces(tiny_bert):
+    encoder = Encoder(tiny_bert, pooling="mean", max_length=6)
+    long_text = "prime number " + "sum " * 50
+    assert (encoder.encode([long_text]) == encoder.encode(["prime number sum sum"])).all()

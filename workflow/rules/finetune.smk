@@ -1,0 +1,51 @@
+TRIPLET_COLLECTIONS = MATH.get("triplets", {}).get("collections", [])
+
+
+rule triplets:
+    input:
+        corpora=[paths.pretok(name, "corpus") for name in TRIPLET_COLLECTIONS],
+        qrels=[
+            paths.qrels(name, s)
+            for name in sorted({MATH["collection"], *TRIPLET_COLLECTIONS})
+            for s in COLLECTIONS[name]["qrels"]
+        ],
+        topics=[paths.topics(MATH["collection"], s) for s in COLLECTIONS[MATH["collection"]]["topics"]],
+    output:
+        triplets=f"{paths.RESULTS}/models/triplets.jsonl",
+        counts=f"{paths.RESULTS}/models/triplets.counts.json",
+    params:
+        code=code_version("triplets", "dense"),
+        collections=TRIPLET_COLLECTIONS,
+        settings=MATH.get("triplets", {}),
+        passage_fields=MATH.get("doc_fields", ["text"]),
+    log:
+        "results/logs/models/triplets.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/triplets.py"
+
+
+rule finetune:
+    input:
+        unpack(lambda w: backbone_input(w.backbone)),
+        triplets=rules.triplets.output.triplets,
+    output:
+        model=directory(paths.model("{encoder}", "{backbone}")),
+        facts=f"{paths.model('{encoder}', '{backbone}')}.json",
+    params:
+        code=lambda w: code_version(w.encoder, "models", "triplets"),
+        source=backbone_source,
+        settings=lambda w: MATH[w.encoder],
+        device=MATH.get("device", "cpu"),
+        threads=MATH.get("threads"),
+        extensions=".cache/torch_extensions",
+    threads: MATH.get("threads", 1)
+    log:
+        "results/logs/models/{encoder}-{backbone}.log",
+    benchmark:
+        "results/benchmarks/models/{encoder}-{backbone}.tsv"
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/finetune.py"

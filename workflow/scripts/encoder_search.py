@@ -1,0 +1,36 @@
+"""Snakemake adapter: top-k search of pre-tokenized topics with a DPR or ColBERT index."""
+
+import logging
+from pathlib import Path
+
+from hybrid_ir.dense import document_text
+from hybrid_ir.formats import read_records
+from hybrid_ir.logged import run_step
+from hybrid_ir.models import set_threads
+from hybrid_ir.runs import write_run
+
+
+def main():
+    set_threads(snakemake.params.threads)
+    settings, hits = snakemake.params.settings, snakemake.params.hits
+    queries = {
+        topic["id"]: document_text(topic, snakemake.params.query_fields, separator="\n")
+        for topic in read_records(snakemake.input.topics)
+    }
+    model, index = Path(snakemake.input.model), Path(snakemake.input.index)
+    if snakemake.wildcards.encoder == "dpr":
+        from hybrid_ir.dpr import search_dpr
+
+        run = search_dpr(model, index, queries, hits, settings.get("query_max_length", 64))
+    else:
+        from hybrid_ir.colbert import search_colbert
+
+        run = search_colbert(
+            model, index, queries, k=hits, extensions_dir=Path(snakemake.params.extensions)
+        )
+    tag = f"{snakemake.wildcards.encoder}-{snakemake.wildcards.backbone}"
+    lines = write_run(run, snakemake.output.run, tag=tag, k=hits)
+    logging.info("%d topics, %d lines", len(run), lines)
+
+
+run_step(snakemake.log[0], main)

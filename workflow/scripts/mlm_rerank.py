@@ -1,0 +1,37 @@
+"""Snakemake adapter: paper 001's re-ranking of a first-stage run with MLM mean embeddings."""
+
+import logging
+
+from hybrid_ir.dense import document_text
+from hybrid_ir.formats import read_records
+from hybrid_ir.logged import run_step
+from hybrid_ir.models import set_threads
+from hybrid_ir.rerank import rerank_by_embeddings
+from hybrid_ir.runs import read_run, write_run
+
+
+def main():
+    set_threads(snakemake.params.threads)
+    spec = snakemake.params.reranker
+    documents = {
+        record["id"]: document_text(record, snakemake.params.doc_fields, separator="\n")
+        for record in read_records(snakemake.input.corpus)
+    }
+    queries = {
+        topic["id"]: document_text(topic, snakemake.params.query_fields, separator="\n")
+        for topic in read_records(snakemake.input.topics)
+    }
+    run = rerank_by_embeddings(
+        snakemake.input.model,
+        read_run(snakemake.input.base),
+        documents,
+        queries,
+        depth=spec["depth"],
+        max_length=spec.get("max_length", 512),
+        batch_size=spec.get("batch_size", 16),
+    )
+    lines = write_run(run, snakemake.output.run, tag=snakemake.wildcards.system)
+    logging.info("%d topics re-ranked, %d lines", len(run), lines)
+
+
+run_step(snakemake.log[0], main)

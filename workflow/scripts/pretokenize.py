@@ -1,0 +1,32 @@
+"""Snakemake adapter: PyA0 pre-tokenization of a collection's corpus and topic files."""
+
+import json
+import logging
+from collections import Counter
+
+from hybrid_ir.formats import atomic_output
+from hybrid_ir.logged import run_step
+from hybrid_ir.pretok import pretokenize_file, write_token_counts
+
+
+def main():
+    report, corpus_tokens = {}, Counter()
+    for key, source in snakemake.input.items():
+        stats = pretokenize_file(
+            source,
+            snakemake.output[key],
+            snakemake.params.fields,
+            snakemake.params.formula_fields,
+        )
+        report[source] = stats.summary()
+        logging.info("%s: %s", source, report[source])
+        for example in stats.unparsed_examples:
+            logging.warning("%s: formula kept as raw LaTeX: %r", source, example)
+        if key == "corpus":
+            corpus_tokens = stats.math_tokens
+    with atomic_output(snakemake.output.stats) as out:
+        json.dump(report, out, indent=1, sort_keys=True)
+    write_token_counts(corpus_tokens, snakemake.output.tokens)
+
+
+run_step(snakemake.log[0], main)

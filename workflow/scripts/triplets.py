@@ -1,0 +1,37 @@
+"""Snakemake adapter: fine-tuning triplets from pre-tokenized ARQMath posts, without leakage."""
+
+import json
+import logging
+from dataclasses import asdict
+
+from hybrid_ir.formats import atomic_output, read_qrels, read_records
+from hybrid_ir.logged import run_step
+from hybrid_ir.triplets import build_triplets
+
+
+def main():
+    settings = snakemake.params.settings
+    excluded = {j.doc_id for path in snakemake.input.qrels for j in read_qrels(path)}
+    judged = len(excluded)
+    excluded |= {topic["id"] for path in snakemake.input.topics for topic in read_records(path)}
+    sources = [
+        (name, read_records(path))
+        for name, path in zip(snakemake.params.collections, snakemake.input.corpora, strict=True)
+    ]
+    triplets, counts = build_triplets(
+        sources,
+        excluded,
+        seed=settings["seed"],
+        min_upvotes=settings.get("min_upvotes", 7),
+        query_fields=settings.get("query_fields", ["title", "question"]),
+        passage_fields=settings.get("passage_fields", snakemake.params.passage_fields),
+    )
+    with atomic_output(snakemake.output.triplets) as out:
+        out.writelines(json.dumps(t, ensure_ascii=False) + "\n" for t in triplets)
+    report = asdict(counts) | {"judged_posts_excluded": judged, "excluded_ids": len(excluded)}
+    logging.info("%s", report)
+    with atomic_output(snakemake.output.counts) as out:
+        json.dump(report, out, indent=1, sort_keys=True)
+
+
+run_step(snakemake.log[0], main)
