@@ -29,6 +29,7 @@ benchmark: setup
 	$(BIN)/python benchmarks/noop_rerun.py
 	$(BIN)/python benchmarks/crossval_vs_pya0.py
 	$(BIN)/python benchmarks/sparse_dense.py
+	$(BIN)/python benchmarks/math_models.py
 
 clean:
 	rm -rf results .snakemake

@@ -27,6 +27,16 @@ def test_default_config_is_valid(config):
     validate_config(config, SCHEMA, "config.yaml")
 
 
+def test_paper_config_is_valid_over_the_default(config):
+    from snakemake.utils import update_config
+
+    with open(REPO / "configs" / "paper.yaml", encoding="utf-8") as handle:
+        update_config(config, yaml.safe_load(handle))
+    validate_config(config, SCHEMA, "configs/paper.yaml")
+    assert config["math_models"]["pretraining"]["epochs"] == 7
+    assert config["math_models"]["backbones"]["bert-math-3ep"]["pretraining"] == {"epochs": 3}
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
@@ -41,6 +51,16 @@ def test_default_config_is_valid(config):
          "config.yaml: bm25.experiments.scifact.topics: 'dev' is not one of"),
         (lambda c: c["bm25"]["experiments"].update(nfcorpus=c["bm25"]["experiments"]["cf"]),
          "config.yaml: bm25.experiments.nfcorpus: no collection named 'nfcorpus'"),
+        (lambda c: c["math_models"]["pretraining"].update(mask_rule="90/10"),
+         "config.yaml: math_models.pretraining.mask_rule: '90/10' is not one of"),
+        (lambda c: c["math_models"]["rerankers"]["tfidf-qa-mlm"].update(backbone="bert"),
+         "config.yaml: math_models.rerankers.tfidf-qa-mlm.backbone: no backbone 'bert'"),
+        (lambda c: c["math_models"]["rerankers"]["tfidf-qa-mlm"].update(base="nope"),
+         "config: math_models.rerankers.tfidf-qa-mlm.base: no run 'nope'"),
+        (lambda c: c["math_models"]["pretokenize"].pop("stackmathqa"),
+         "config.yaml: math_models: collection 'stackmathqa' is not pre-tokenized"),
+        (lambda c: c["math_models"].update(topics=["arqmath3"]),
+         "config.yaml: math_models.topics: no topic set 'arqmath3'"),
     ],
 )  # fmt: skip
 def test_schema_violations_give_one_line_naming_the_key(config, edit, message):

@@ -122,7 +122,7 @@ def test_pretraining_adds_heads_and_tokens(tiny_bert, tmp_path):
     assert "cls.seq_relationship.weight" in facts["newly_initialised"]
     assert any(name.startswith("cls.predictions") for name in facts["newly_initialised"])
     held = [row for row in facts["history"] if row["split"] == "heldout"]
-    assert [row["step"] for row in held] == [4, 8, 12]
+    assert [row["step"] for row in held] == [0, 4, 8, 12]
     saved = load_tokenizer(tmp_path / "out")
     assert "<supscript>" in saved.get_vocab()
     assert json.loads((tmp_path / "out" / "pretraining.json").read_text())["steps"] == 12

@@ -322,6 +322,9 @@ def pretrain(
     train_batches = _Batches(tokenizer, train_pairs, settings)
     held_batches = _Batches(tokenizer, held_pairs, settings)
     model.train()
+    if start == 0:
+        held_mlm, held_nsp = _heldout_loss(model, held_batches, len(held_pairs), settings)
+        history.append({"step": 0, "split": "heldout", "mlm": held_mlm, "nsp": held_nsp})
     began = time.perf_counter()
     for step in tqdm(range(start, settings.steps), desc="pretraining", mininterval=5):
         indices = _batch_indices(step, len(train_pairs), settings.batch_size, settings.seed)
