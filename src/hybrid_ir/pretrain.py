@@ -142,7 +142,8 @@ def mask_tokens(input_ids, special, vocab_size: int, mask_id: int, settings, gen
 
 
 def _fingerprint(backbone: str, tokens: Sequence[str], pairs: int, settings) -> str:
-    digest = hashlib.sha256()
+    """What a checkpoint must match to be resumed: inputs, settings and this module's code."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
     digest.update(json.dumps([backbone, list(tokens), pairs, asdict(settings)]).encode())
     return digest.hexdigest()[:16]
 
