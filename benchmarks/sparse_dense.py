@@ -24,7 +24,7 @@ from hybrid_ir.sparse import PivotedTfidf, SparseBM25, TfidfCosine, record_texts
 RESULTS = Path("results")
 BRANCHES = {
     "paper 001 first stage (ARQMath)": [
-        "runs/arqmath/*/bm25-flat.tsv", "runs/arqmath/*/tfidf-qa.tsv", "index/arqmath/*.tsv",
+        "runs/arqmath/*/bm25-flat.tsv", "runs/arqmath/*/tfidf-qa.tsv", "index/arqmath/bm25-*.tsv",
     ],
     "paper 002 (SciFact sparse)": [
         "runs/scifact/*/tfidf-pivoted.tsv", "runs/scifact/*/bm25-sparse*.tsv",
