@@ -4,7 +4,7 @@ import json
 import logging
 from pathlib import Path
 
-from hybrid_ir.dense import document_text
+from hybrid_ir.dense import topic_texts
 from hybrid_ir.formats import atomic_output, read_records
 from hybrid_ir.logged import run_step
 from hybrid_ir.models import set_threads
@@ -13,10 +13,9 @@ from hybrid_ir.models import set_threads
 def main():
     set_threads(snakemake.params.threads)
     settings = snakemake.params.settings
-    documents = {
-        record["id"]: document_text(record, snakemake.params.doc_fields, separator="\n")
-        for record in read_records(snakemake.input.corpus)
-    }
+    documents = topic_texts(
+        read_records(snakemake.input.corpus), snakemake.params.doc_fields, separator="\n"
+    )
     model, index = Path(snakemake.input.model), Path(snakemake.output.index)
     if snakemake.wildcards.encoder == "dpr":
         from hybrid_ir.dpr import index_dpr

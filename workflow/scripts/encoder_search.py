@@ -3,7 +3,7 @@
 import logging
 from pathlib import Path
 
-from hybrid_ir.dense import document_text
+from hybrid_ir.dense import topic_texts
 from hybrid_ir.formats import read_records
 from hybrid_ir.logged import run_step
 from hybrid_ir.models import set_threads
@@ -13,10 +13,9 @@ from hybrid_ir.runs import write_run
 def main():
     set_threads(snakemake.params.threads)
     settings, hits = snakemake.params.settings, snakemake.params.hits
-    queries = {
-        topic["id"]: document_text(topic, snakemake.params.query_fields, separator="\n")
-        for topic in read_records(snakemake.input.topics)
-    }
+    queries = topic_texts(
+        read_records(snakemake.input.topics), snakemake.params.query_fields, separator="\n"
+    )
     model, index = Path(snakemake.input.model), Path(snakemake.input.index)
     if snakemake.wildcards.encoder == "dpr":
         from hybrid_ir.dpr import search_dpr

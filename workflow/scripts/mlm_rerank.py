@@ -2,7 +2,7 @@
 
 import logging
 
-from hybrid_ir.dense import document_text
+from hybrid_ir.dense import topic_texts
 from hybrid_ir.formats import read_records
 from hybrid_ir.logged import run_step
 from hybrid_ir.models import set_threads
@@ -13,14 +13,12 @@ from hybrid_ir.runs import read_run, write_run
 def main():
     set_threads(snakemake.params.threads)
     spec = snakemake.params.reranker
-    documents = {
-        record["id"]: document_text(record, snakemake.params.doc_fields, separator="\n")
-        for record in read_records(snakemake.input.corpus)
-    }
-    queries = {
-        topic["id"]: document_text(topic, snakemake.params.query_fields, separator="\n")
-        for topic in read_records(snakemake.input.topics)
-    }
+    documents = topic_texts(
+        read_records(snakemake.input.corpus), snakemake.params.doc_fields, separator="\n"
+    )
+    queries = topic_texts(
+        read_records(snakemake.input.topics), snakemake.params.query_fields, separator="\n"
+    )
     run = rerank_by_embeddings(
         snakemake.input.model,
         read_run(snakemake.input.base),
