@@ -3,6 +3,7 @@ the same seed gives the same run file byte for byte, and bad triplets name file 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from colbert.indexing.collection_encoder import CollectionEncoder
 from colbert.infra import ColBERTConfig
 from colbert.modeling.checkpoint import Checkpoint
 from colbert.modeling.tokenization import DocTokenizer, QueryTokenizer
@@ -190,6 +192,38 @@ def test_index_stores_doc_ids_and_reports_its_size(first, documents):
     assert facts["size_bytes"] == directory_size(index) and facts["seconds"] > 0
     assert json.loads((index / DOC_IDS_FILE).read_text()) == list(documents)
     assert not index.with_suffix(".tmp").exists()
+
+
+def test_small_collection_is_encoded_once_into_the_same_index(
+    first, tmp_path, documents, extensions_dir, monkeypatch
+):
+    """The whole collection is both k-means sample and only chunk: one encoding serves both,
+    and the index's tensors are those of colbert's two encodings."""
+    calls = []
+    encode_passages = CollectionEncoder.encode_passages
+
+    def counted(self, passages):
+        calls.append(len(passages))
+        return encode_passages(self, passages)
+
+    monkeypatch.setattr(CollectionEncoder, "encode_passages", counted)
+    once = tmp_path / "once"
+    index_colbert(first["root"] / "colbert", documents, once, doc_maxlen=64,
+                  extensions_dir=extensions_dir)  # fmt: skip
+    assert calls == [len(documents)]
+    monkeypatch.setattr("hybrid_ir.colbert._encode_each_passage_list_once", contextlib.nullcontext)
+    twice = tmp_path / "twice"
+    index_colbert(first["root"] / "colbert", documents, twice, doc_maxlen=64,
+                  extensions_dir=extensions_dir)  # fmt: skip
+    assert calls == [len(documents)] * 3
+    tensors = sorted(path.name for path in once.glob("*.pt"))
+    assert tensors == sorted(path.name for path in twice.glob("*.pt")) and len(tensors) > 3
+    for name in tensors:
+        ours, colberts = torch.load(once / name), torch.load(twice / name)
+        if isinstance(ours, torch.Tensor):
+            assert torch.equal(ours, colberts), name
+        else:
+            assert all(torch.equal(a, b) for a, b in zip(ours, colberts, strict=True)), name
 
 
 def test_search_ranks_our_doc_ids_by_descending_score(first, documents, queries, extensions_dir):

@@ -60,6 +60,7 @@ from unittest import mock
 
 import torch
 from colbert import Indexer, Searcher
+from colbert.indexing.collection_encoder import CollectionEncoder
 from colbert.infra import ColBERTConfig, Run, RunConfig, launcher
 from colbert.infra.config import base_config
 from colbert.modeling import base_colbert, hf_colbert
@@ -325,6 +326,25 @@ def _one_process_launch(seed: int) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _encode_each_passage_list_once() -> Iterator[None]:
+    """colbert encodes its k-means sample, then every chunk of the collection. A collection of
+    fewer than about 30,000 passages is sampled whole and forms a single chunk, so both calls
+    get the same passages and the second one (a minute for 3,400 documents on two cores) would
+    recompute exactly the first one's result: hand that result back instead. Larger collections
+    are encoded as before."""
+    encode_passages = CollectionEncoder.encode_passages
+    last: dict = {}
+
+    def encode_passages_once(self, passages):
+        if last.get("passages") != passages:
+            last.update(passages=list(passages), encoded=encode_passages(self, passages))
+        return last["encoded"]
+
+    with mock.patch.object(CollectionEncoder, "encode_passages", encode_passages_once):
+        yield
+
+
 def index_colbert(
     checkpoint: Path,
     documents: Mapping[str, str],
@@ -356,7 +376,7 @@ def index_colbert(
     )
     began = time.perf_counter()
     with _colbert_chatter_to_stderr(), _one_process_launch(seed):
-        with Run().context(_one_process_run()):
+        with Run().context(_one_process_run()), _encode_each_passage_list_once():
             indexer = Indexer(checkpoint=_absolute(checkpoint), config=config, verbose=1)
             indexer.index(name=staging.name, collection=[documents[doc] for doc in doc_ids])
     seconds = time.perf_counter() - began
