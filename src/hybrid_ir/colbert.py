@@ -329,7 +329,7 @@ def _one_process_launch(seed: int) -> Iterator[None]:
 @contextlib.contextmanager
 def _encode_each_passage_list_once() -> Iterator[None]:
     """colbert encodes its k-means sample, then every chunk of the collection. A collection of
-    fewer than about 30,000 passages is sampled whole and forms a single chunk, so both calls
+    at most 25,000 passages is sampled whole and forms a single chunk, so both calls
     get the same passages and the second one (a minute for 3,400 documents on two cores) would
     recompute exactly the first one's result: hand that result back instead. Larger collections
     are encoded as before."""
