@@ -40,6 +40,7 @@ pytestmark = pytest.mark.filterwarnings(
 STEPS = 6
 BATCH = 4
 DIM = 16
+TRAINING = dict(steps=STEPS, batch_size=BATCH, lr=1e-4, dim=DIM, query_maxlen=16, doc_maxlen=64)
 
 
 def _tiny_bert(path: Path, specials: list[str] = SPECIALS) -> Path:
@@ -126,12 +127,7 @@ def _pipeline(root: Path, backbone, triplets, documents, queries, extensions_dir
         backbone,
         triplets,
         checkpoint,
-        steps=STEPS,
-        batch_size=BATCH,
-        lr=1e-4,
-        dim=DIM,
-        query_maxlen=16,
-        doc_maxlen=64,
+        **TRAINING,
         extensions_dir=extensions_dir,
         log_every=2,
     )
@@ -260,12 +256,7 @@ def test_another_seed_trains_differently(first, tmp_path, backbone, triplets, ex
         backbone,
         triplets,
         tmp_path / "colbert",
-        steps=STEPS,
-        batch_size=BATCH,
-        lr=1e-4,
-        dim=DIM,
-        query_maxlen=16,
-        doc_maxlen=64,
+        **TRAINING,
         seed=7,
         extensions_dir=extensions_dir,
     )
