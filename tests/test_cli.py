@@ -434,7 +434,7 @@ def test_missing_subcommand_is_a_usage_error(capsys):
 @pytest.mark.parametrize(
     "bad_line, problem",
     [
-        ("q2 Q0 d 1\n", "expected 6 fields"),
+        ("q2 Q0 d 1\n", "got 4 field(s)"),
         ("q2 Q0 d 1 high dense\n", "score 'high' is not a number"),
     ],
 )

@@ -181,7 +181,8 @@ def snakemake(workdir: Path, *arguments: str):
     # (CI exports HYBRID_IR_MIRROR) would override it.
     env = {key: value for key, value in os.environ.items() if key != "HYBRID_IR_MIRROR"}
     command = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir)]
-    command += ["--cores", "2", "--configfile", str(workdir / "config.yaml"), *arguments]
+    # Targets before --configfile, which takes every word after it.
+    command += [*arguments, "--cores", "2", "--configfile", str(workdir / "config.yaml")]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
 
 
@@ -287,3 +288,44 @@ def test_schema_violation_stops_before_any_job(workdir, tmp_path):
     assert result.returncode != 0
     assert "hybrid-ir: config: bm25.hits: 0 is less than the minimum of 1" in result.stderr
     assert not (copy / "results").exists()
+
+
+def test_source_key_typo_stops_before_any_job(workdir, tmp_path):
+    copy = copy_of(workdir, tmp_path)
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    config["collections"]["toy"]["sources"]["qrels_tset"] = DATASET
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(copy, "-n")
+    assert result.returncode != 0
+    message = "hybrid-ir: config: collections.toy.sources.qrels_tset: no listed set uses"
+    assert message in result.stdout + result.stderr
+    assert not (copy / "results").exists()
+
+
+def test_broken_imported_run_fails_its_job_with_file_and_line(workdir, tmp_path):
+    copy = copy_of(workdir, tmp_path)
+    broken = OTHER_RUN.replace(b"q1\td1\t2\t8.0\tother\n", b"q1\td1\t2\tnan\tother\n")
+    (copy / "mirror" / EXTERNAL_RUN).write_bytes(broken)
+    write_manifest(copy / "manifest.tsv", {DATASET: beir_zip(), EXTERNAL_RUN: broken})
+    result = snakemake(copy, "results/runs/toy/test/other.trec")
+    assert result.returncode != 0
+    raw = f"results/raw/{EXTERNAL_RUN}"  # Snakemake runs jobs in the workflow directory
+    expected = f"hybrid-ir error: {raw}:2: score 'nan' is not a finite number"
+    assert expected in result.stdout + result.stderr
+    log = copy / "results/logs/runs/toy/test/other.import.log"
+    assert f"{raw}:2: score 'nan' is not a finite number" in log.read_text()
+    assert not (copy / "results/runs/toy/test/other.trec").exists()
+
+
+@pytest.mark.lucene
+def test_more_folds_than_topics_fails_the_crossval_job_naming_the_entry(workdir, tmp_path):
+    copy = copy_of(workdir, tmp_path)
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    config["crossval"]["toy-linear"]["folds"] = 3  # the toy qrels have 2 topics
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(copy, "results/crossval/toy-linear.json")
+    assert result.returncode != 0
+    line = "config: crossval.toy-linear: cannot split 2 topic(s) into 3 folds"
+    assert f"hybrid-ir error: {line}" in result.stdout + result.stderr
+    assert line in (copy / "results/logs/crossval/toy-linear.log").read_text()
+    assert not (copy / "results/crossval/toy-linear.json").exists()

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from hybrid_ir.errors import HybridIRError
+from hybrid_ir.formats import MAX_RELEVANCE, atomic_output, relevance_limit
 
 
 def _manifest(args: argparse.Namespace) -> None:
@@ -74,7 +75,9 @@ def _evaluate(args: argparse.Namespace) -> None:
     qrels = load_qrels(args.qrels)
     rows = []
     for path in args.run:
-        evaluation = evaluate(qrels, read_run(path), args.measures)
+        run = read_run(path, run_format=args.run_format)
+        names = (args.qrels, path)
+        evaluation = evaluate(qrels, run, args.measures, names, args.allow_disjoint)
         rows.append({"run": path, "topic": "all", **evaluation.aggregate})
         if args.per_query:
             topics = {topic for scores in evaluation.per_query.values() for topic in scores}
@@ -113,17 +116,16 @@ def _crossval(args: argparse.Namespace) -> None:
     from hybrid_ir.evaluate import load_qrels
     from hybrid_ir.runs import read_run
 
-    dense, base, qrels = read_run(args.dense), read_run(args.base), load_qrels(args.qrels)
-    try:
-        results = crossvalidate_linear(
-            dense, base, qrels, args.measures, alphas=args.alphas, k_folds=args.folds,
-            seed=args.seed, mode="legacy" if args.legacy else "default", k=args.depth,
-        )  # fmt: skip
-    except ValueError as error:  # too many folds, an alpha listed twice: the user's input
-        raise HybridIRError(str(error)) from None
+    dense = read_run(args.dense, run_format=args.run_format)
+    base = read_run(args.base, run_format=args.run_format)
+    results = crossvalidate_linear(
+        dense, base, load_qrels(args.qrels), args.measures, alphas=args.alphas,
+        k_folds=args.folds, seed=args.seed, mode="legacy" if args.legacy else "default",
+        k=args.depth,
+    )  # fmt: skip
     summary = report(results)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as out:
+        with atomic_output(args.output) as out:
             json.dump(summary, out, indent=1, sort_keys=True)
     rows = [
         {
@@ -149,7 +151,8 @@ def _fuse(args: argparse.Namespace) -> None:
     ):
         if value is not None:
             params[name] = value
-    fused = fuse(args.method, [read_run(path) for path in args.runs], **params)
+    runs = [read_run(path, run_format=args.run_format) for path in args.runs]
+    fused = fuse(args.method, runs, **params)
     output = args.output or f"{args.method}.trec"
     lines = write_run(fused, output, tag=args.tag or args.method, k=args.depth)
     print(f"{lines} lines written to {output}")
@@ -159,6 +162,34 @@ def _check(args: argparse.Namespace) -> None:
     from hybrid_ir.checks import assert_all_passed
 
     print(f"all {assert_all_passed(args.summary)} checks passed")
+
+
+def _add_input_options(parser: argparse.ArgumentParser, qrels: bool = True) -> None:
+    parser.add_argument(
+        "--run-format",
+        choices=["trec", "arqmath"],
+        default=None,
+        help="layout of every run file (default: decided from each file's first line)",
+    )
+    if qrels:
+        parser.add_argument(
+            "--max-relevance",
+            type=int,
+            default=MAX_RELEVANCE,
+            help=f"largest |relevance| accepted in the qrels (default {MAX_RELEVANCE})",
+        )
+
+
+# Options that count something: a value below 1 is refused as a one-line error (exit 1).
+_POSITIVE_OPTIONS = ("depth", "folds", "hits", "threads", "max_relevance")
+
+
+def _check_positive(args: argparse.Namespace) -> None:
+    for name in _POSITIVE_OPTIONS:
+        value = getattr(args, name, None)
+        if value is not None and value < 1:
+            option = "--" + name.replace("_", "-")
+            raise HybridIRError(f"{option} must be at least 1, got {value}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -225,6 +256,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--measures", nargs="+", default=["beir"], help="sets and/or names")
     evaluate.add_argument("--per-query", action="store_true", help="also print each topic")
     evaluate.add_argument("--format", choices=["md", "csv", "json"], default="md")
+    evaluate.add_argument(
+        "--allow-disjoint",
+        action="store_true",
+        help="warn, instead of failing, when a run shares no topic with the qrels",
+    )
+    _add_input_options(evaluate)
     evaluate.set_defaults(handler=_evaluate)
 
     crossval = command(
@@ -248,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crossval.add_argument("--depth", type=int, default=1000, help="documents kept per topic")
     crossval.add_argument("-o", "--output", help="write the full report (JSON) here")
+    _add_input_options(crossval)
     crossval.set_defaults(handler=_crossval)
 
     fuse = command(
@@ -264,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     fuse.add_argument("--tag", default=None, help="run tag (default: the method)")
     fuse.add_argument("runs", nargs="+", help="TREC or ARQMath-TSV run files")
     fuse.add_argument("-o", "--output", default=None)
+    _add_input_options(fuse, qrels=False)
     fuse.set_defaults(handler=_fuse)
 
     check = command("check", help="fail unless every expected-score check passed")
@@ -275,7 +314,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.handler(args)
+        _check_positive(args)
+        with relevance_limit(getattr(args, "max_relevance", MAX_RELEVANCE)):
+            args.handler(args)
     except (HybridIRError, OSError) as error:  # OSError: a missing or unreadable file
         print(f"hybrid-ir error: {error}", file=sys.stderr)
         return 1

@@ -205,10 +205,31 @@ def _check_runs_and_tables(config: dict) -> None:
             )
 
 
+def _collection_problems(config: dict) -> tuple[list[str], list[str]]:
+    from hybrid_ir.collections import source_problems
+
+    errors, warnings = [], []
+    for name, collection in config["collections"].items():
+        found = source_problems(f"collections.{name}", collection)
+        errors += found[0]
+        warnings += found[1]
+    return errors, warnings
+
+
+def config_warnings(config: dict) -> list[str]:
+    """Configuration that runs but is probably not what was meant (e.g. a topic set without
+    the labels its siblings have)."""
+    return _collection_problems(config)[1]
+
+
 def _check_references(config: dict, source: str) -> None:
-    """Cross-references that a JSON schema cannot express: the BM25 experiments first, as the
-    runs and tables refer to them."""
+    """Cross-references that a JSON schema cannot express: the collections' sources first, then
+    the BM25 experiments, as the runs and tables refer to them."""
     collections = config["collections"]
+    errors = _collection_problems(config)[0]
+    if errors:
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise ConfigError(f"{source}: {errors[0]}{more}")
     for name, experiment in config.get("bm25", {}).get("experiments", {}).items():
         if name not in collections:
             raise ConfigError(f"{source}: bm25.experiments.{name}: no collection named {name!r}")
@@ -223,12 +244,12 @@ def _check_references(config: dict, source: str) -> None:
                     f"{source}: bm25.experiments.{name}.topics: {topics!r} is not one of "
                     f"the collection's topic sets {collection['topics']}"
                 )
-        if len(topic_sets(experiment)) > 1 and len(evaluation_pairs(experiment)) < len(
-            topic_sets(experiment)
-        ):
+        unjudged = [t for t in topic_sets(experiment) if t not in experiment["qrels"]]
+        if len(topic_sets(experiment)) > 1 and unjudged:
             raise ConfigError(
-                f"{source}: bm25.experiments.{name}.qrels: with several topic sets, each needs "
-                "a qrels set of the same name"
+                f"{source}: bm25.experiments.{name}.qrels: no entry for topic set(s) "
+                f"{', '.join(map(repr, unjudged))}; with several topic sets, each needs a qrels "
+                "entry of the same name"
             )
         for qrels in experiment["qrels"]:
             if qrels not in collection["qrels"]:

@@ -43,6 +43,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 
+from hybrid_ir.errors import ParameterError
 from hybrid_ir.evaluate import evaluate
 from hybrid_ir.fusion import linear_sweep
 from hybrid_ir.runs import Run, topic_sort_key
@@ -109,7 +110,9 @@ def assign_folds(
     _check_mode(mode)
     unique = list(dict.fromkeys(topics))
     if not 2 <= k <= len(unique):
-        raise ValueError(f"cannot split {len(unique)} topic(s) into {k} folds (need 2 <= k <= n)")
+        raise ParameterError(
+            f"cannot split {len(unique)} topic(s) into {k} folds (need 2 <= k <= n)"
+        )
     if mode == "legacy":
         ids = np.array(unique)
         # RandomState(seed) is the generator np.random.seed(seed) reseeds, without touching
@@ -133,9 +136,9 @@ def cross_validate(
     _check_mode(mode)
     params = list(scores)
     if not params:
-        raise ValueError("no parameter values to choose from")
+        raise ParameterError("no parameter values to choose from")
     if len(folds) < 2:
-        raise ValueError(f"cross-validation needs at least 2 folds, got {len(folds)}")
+        raise ParameterError(f"cross-validation needs at least 2 folds, got {len(folds)}")
     results: list[Fold[P]] = []
     per_topic: dict[str, float] = {}
     frequencies: dict[P, int] = {}
@@ -187,7 +190,7 @@ def grid_search(evaluate_param: Callable[[P], T], params: Iterable[P]) -> dict[P
     table: dict[P, T] = {}
     for param in params:
         if param in table:
-            raise ValueError(f"parameter {param!r} is listed twice")
+            raise ParameterError(f"parameter {param!r} is listed twice")
         table[param] = evaluate_param(param)
     return table
 
@@ -227,6 +230,10 @@ def crossvalidate_linear(
     without judgments then fall out of the fold means, as they do for trec_eval.
     """
     _check_mode(mode)
+    if k < 1:
+        raise ParameterError(f"the depth (documents kept per topic) must be at least 1, got {k}")
+    # Default folds come from the qrels, so too many folds fails before the costly sweep.
+    folds = assign_folds(qrels, k_folds, seed=seed) if mode == "default" else None
     first_seen: dict[str, None] = {}
     fused_runs = dict(linear_sweep(dense, base, alphas, k))
 
@@ -235,8 +242,9 @@ def crossvalidate_linear(
         return evaluate(qrels, fused_runs[alpha], list(measures)).per_query
 
     scores = by_metric(grid_search(evaluate_alpha, alphas))
-    topics = list(qrels) if mode == "default" else list(first_seen)
-    return tune(scores, assign_folds(topics, k_folds, seed=seed, mode=mode), mode)
+    if folds is None:
+        folds = assign_folds(first_seen, k_folds, seed=seed, mode=mode)
+    return tune(scores, folds, mode)
 
 
 def _counted(per_topic: Mapping[str, float], topics: Sequence[str], mode: Mode) -> dict[str, float]:
@@ -253,7 +261,7 @@ def _fold_score(counted: Mapping[str, float], mode: Mode) -> float:
     """The mean of a fold's topic scores; legacy keeps only what trec_eval prints (``%.4f``),
     since pya0 compares and averages those printed values, ties included."""
     if not counted:
-        raise ValueError("a fold has no scored topic (are the folds drawn from other topics?)")
+        raise ParameterError("a fold has no scored topic (are the folds drawn from other topics?)")
     total = 0.0
     for value in counted.values():
         total += value
@@ -263,7 +271,7 @@ def _fold_score(counted: Mapping[str, float], mode: Mode) -> float:
 
 def _check_mode(mode: str) -> None:
     if mode not in MODES:
-        raise ValueError(f"unknown cross-validation mode {mode!r}; expected one of {MODES}")
+        raise ParameterError(f"unknown cross-validation mode {mode!r}; expected one of {MODES}")
 
 
 def report(results: Mapping[str, CrossValidation]) -> dict:

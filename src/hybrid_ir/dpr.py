@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -24,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hybrid_ir.formats import atomic_directory
 from hybrid_ir.models import Encoder, backbone_path, directory_size, load_tokenizer
 from hybrid_ir.runs import Run
 
@@ -115,13 +114,10 @@ def train_dpr(backbone: str, triplets: Sequence[dict], output: Path, settings: D
         "losses": losses,
         "settings": asdict(settings),
     }
-    staging = output.with_name(f".{output.name}.tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    model.save_pretrained(staging)
-    tokenizer.save_pretrained(staging)
-    (staging / "dpr.json").write_text(json.dumps(facts, indent=1) + "\n")
-    shutil.rmtree(output, ignore_errors=True)
-    os.replace(staging, output)
+    with atomic_directory(output) as staging:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        (staging / "dpr.json").write_text(json.dumps(facts, indent=1) + "\n")
     return facts
 
 
@@ -141,13 +137,10 @@ def index_dpr(
     vectors = encoder.encode([documents[i] for i in ids], progress=True)
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(vectors)
-    staging = index_dir.with_name(f".{index_dir.name}.tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    faiss.write_index(index, str(staging / INDEX_FILE))
-    (staging / DOCIDS_FILE).write_text(json.dumps(ids) + "\n")
-    shutil.rmtree(index_dir, ignore_errors=True)
-    os.replace(staging, index_dir)
+    with atomic_directory(index_dir) as staging:
+        staging.mkdir()
+        faiss.write_index(index, str(staging / INDEX_FILE))
+        (staging / DOCIDS_FILE).write_text(json.dumps(ids) + "\n")
     seconds = time.perf_counter() - began
     return {
         "documents": len(ids),

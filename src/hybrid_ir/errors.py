@@ -4,6 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+QUOTE_LIMIT = 200
+
+
+def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``repr`` of an offending value, cut to ``limit`` characters so that a hostile or binary
+    input cannot flood a log or a terminal."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
 
 class HybridIRError(Exception):
     """Base class of every error the workflow reports to the user as a single line."""
@@ -18,6 +29,15 @@ class InputFormatError(HybridIRError):
         self.problem = problem
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {problem}")
+
+
+class EvaluationError(HybridIRError):
+    """A run and its qrels cannot give a meaningful score (no judgments, no topic in common)."""
+
+
+class ParameterError(HybridIRError, ValueError):
+    """A parameter a computation cannot use: more folds than topics, a depth below 1, a value
+    listed twice."""
 
 
 class FetchError(HybridIRError):

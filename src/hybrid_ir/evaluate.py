@@ -95,7 +95,7 @@ from typing import Literal
 import ir_measures
 from ir_measures import measures as ir_measure_types
 
-from hybrid_ir.errors import ConfigError
+from hybrid_ir.errors import ConfigError, EvaluationError, InputFormatError
 from hybrid_ir.formats import parse_relevance, qrels_lines
 from hybrid_ir.runs import Run, read_run, topic_sort_key
 
@@ -282,16 +282,34 @@ def resolve_measures(items: Iterable[str | MeasureSet]) -> list[Column]:
     return list(columns.values())
 
 
-def evaluate(qrels: Qrels, run: Run, measures: Sequence[str | MeasureSet]) -> Evaluation:
+def evaluate(
+    qrels: Qrels,
+    run: Run,
+    measures: Sequence[str | MeasureSet],
+    names: tuple[str, str] = ("the qrels", "the run"),
+    allow_disjoint: bool = False,
+) -> Evaluation:
     """Score ``run`` against ``qrels`` on the columns of ``measures`` (sets and/or names).
 
     pytrec_eval does the ranking measures in C, one call per (relevance level, judged-only)
     combination; the Judged@k counts and the topics keeping a judged document take one pass
-    over the run here.
+    over the run here. Empty qrels, or a run that answers none of their topics, would score 0
+    everywhere and look like a real result: an :class:`EvaluationError` naming ``names`` (the
+    qrels and run files), or with ``allow_disjoint`` a warning naming them.
     """
     columns = resolve_measures(measures)
     topics = sorted(qrels, key=topic_sort_key)
     answered = {topic: docs for topic, docs in run.items() if topic in qrels and docs}
+    if not answered:
+        qrels_name, run_name = names
+        problem = (
+            f"{qrels_name} has no judgments"
+            if not qrels
+            else f"{run_name} and {qrels_name} have no topic in common"
+        )
+        if not allow_disjoint:
+            raise EvaluationError(f"{problem}: every score would be 0")
+        LOGGER.warning("%s: every score is 0", problem)
     if len(answered) < len(topics):
         LOGGER.warning(
             "the run answers %d of the %d qrels topics; the others score 0 where averaged",
@@ -317,7 +335,11 @@ def evaluate(qrels: Qrels, run: Run, measures: Sequence[str | MeasureSet]) -> Ev
         per_query[column.name] = {topic: source.get(topic, 0.0) for topic in kept}
         averaged[column.name] = kept
         total = sum(per_query[column.name].values())
-        aggregate[column.name] = total if column.total else (total / len(kept) if kept else 0.0)
+        if column.total:  # a count: an integer, as trec_eval prints it
+            per_query[column.name] = {t: round(v) for t, v in per_query[column.name].items()}
+            aggregate[column.name] = round(total)
+        else:
+            aggregate[column.name] = total / len(kept) if kept else 0.0
     return Evaluation(per_query, aggregate, averaged)
 
 
@@ -371,7 +393,8 @@ def load_qrels(path: str | Path) -> Qrels:
     relevance written as an integral float (pya0's NTCIR-12 qrels write ``3.0``) is read as that
     integer (trec_eval reads it the same way), and a (topic, doc) pair judged on several lines
     keeps its highest relevance, so merging pools never demotes a document. A non-integral
-    relevance (``0.5``) has no trec_eval meaning and is an error naming the file and line.
+    relevance (``0.5``) has no trec_eval meaning and is an error naming the file and line, and
+    so is a file with no judgment at all.
     """
     qrels: Qrels = {}
     floats = duplicates = 0
@@ -384,6 +407,8 @@ def load_qrels(path: str | Path) -> Qrels:
             duplicates += 1
             relevance = max(relevance, judgments[doc])
         judgments[doc] = relevance
+    if not qrels:
+        raise InputFormatError(path, None, "no judgments: every score against it would be 0")
     if floats:
         LOGGER.warning(
             "%s: %d relevance value(s) written as floats (e.g. 3.0) read as integers", path, floats
@@ -401,5 +426,6 @@ def evaluate_files(
     qrels_path: str | Path, run_path: str | Path, measure_names: Sequence[str]
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """Aggregate and per-query scores of one run file (TREC or ARQMath TSV) against qrels."""
-    evaluation = evaluate(load_qrels(qrels_path), read_run(run_path), measure_names)
+    names = (str(qrels_path), str(run_path))
+    evaluation = evaluate(load_qrels(qrels_path), read_run(run_path), measure_names, names)
     return evaluation.aggregate, evaluation.per_query

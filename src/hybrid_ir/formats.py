@@ -12,17 +12,23 @@ half-written file under the final name.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import gzip
 import io
 import json
 import os
+import re
+import shutil
+import tarfile
 import tempfile
-from collections.abc import Iterable, Iterator
+import zipfile
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from hybrid_ir.errors import InputFormatError
+from hybrid_ir.errors import InputFormatError, quoted
 
 REQUIRED_KEYS = ("id", "title", "text")
 
@@ -44,6 +50,26 @@ def atomic_output(path: str | Path, mode: str = "w") -> Iterator[IO]:
         raise
 
 
+@contextlib.contextmanager
+def atomic_directory(path: str | Path) -> Iterator[Path]:
+    """A staging directory path (not created) renamed to ``path`` only on success.
+
+    The staging name is fixed (``.NAME.tmp`` beside ``path``) and removed first, so that a build
+    killed earlier (SIGKILL, a lost node) leaves nothing that a later run trips over or that
+    accumulates; a failure removes it too.
+    """
+    path = Path(path)
+    staging = path.with_name(f".{path.name}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        yield staging
+        shutil.rmtree(path, ignore_errors=True)
+        os.replace(staging, path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def make_readable(path: str | Path) -> None:
     """Give a temporary file the permissions a plainly created file would have (umask)."""
     umask = os.umask(0)
@@ -51,12 +77,115 @@ def make_readable(path: str | Path) -> None:
     os.chmod(path, 0o666 & ~umask)
 
 
-def open_text(path: str | Path) -> IO[str]:
-    """Open a text file for reading, transparently decompressing ``.gz``."""
-    path = Path(path)
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+GZIP_MAGIC = b"\x1f\x8b"
+ASCII_WHITESPACE = " \t\n\r\x0b\x0c"
+_ASCII_FIELDS = re.compile(f"[{re.escape(ASCII_WHITESPACE)}]+")
+MAX_RELEVANCE = 1000
+_relevance_limit: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "relevance_limit", default=MAX_RELEVANCE
+)
+
+
+def split_fields(line: str) -> list[str]:
+    """Whitespace-separated fields, separated by ASCII whitespace only: a non-breaking space
+    belongs to an id, as trec_eval reads it."""
+    stripped = line.strip(ASCII_WHITESPACE)
+    return _ASCII_FIELDS.split(stripped) if stripped else []
+
+
+class CheckedText:
+    """A UTF-8 text stream (``.gz`` decompressed, a leading BOM dropped) whose undecodable,
+    binary or truncated content raises :class:`InputFormatError` naming the file and line
+    instead of a traceback from deep inside a reader."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.line_number = 0
+        with open(path, "rb") as probe:
+            magic = probe.read(len(GZIP_MAGIC))
+        compressed = path.suffix == ".gz"
+        if magic == GZIP_MAGIC and not compressed:
+            raise InputFormatError(
+                path, None, "gzip-compressed data in a file whose name does not end in .gz"
+            )
+        raw = gzip.open(path, "rb") if compressed else open(path, "rb")
+        self._handle = io.TextIOWrapper(raw, encoding="utf-8-sig")
+
+    def __enter__(self) -> CheckedText:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(EOFError, OSError, zlib.error, UnicodeDecodeError):
+            self._handle.close()
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        line = self._guarded(self._handle.readline)
+        if not line:
+            raise StopIteration
+        return line
+
+    def readline(self, size: int = -1) -> str:
+        return self._guarded(lambda: self._handle.readline(size))
+
+    def read(self, size: int = -1) -> str:
+        return self._guarded(lambda: self._handle.read(size))
+
+    def _guarded(self, read: Callable[[], str]) -> str:
+        try:
+            text = read()
+        except UnicodeDecodeError:
+            line, problem = _first_undecodable_line(self.path)
+            raise InputFormatError(self.path, line, problem) from None
+        except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+            raise InputFormatError(
+                self.path, self.line_number + 1, f"truncated or corrupt gzip data ({error})"
+            ) from None
+        if "\x00" in text:
+            where = self.line_number + 1 + text[: text.index("\x00")].count("\n")
+            raise InputFormatError(self.path, where, "binary data (a NUL byte): not a text file")
+        self.line_number += text.count("\n")
+        return text
+
+
+def _first_undecodable_line(path: Path) -> tuple[int | None, str]:
+    """Where a file stops being UTF-8; read again line by line, as the error is rare."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as raw:
+        for line_number, line in enumerate(raw, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                byte = line[error.start : error.start + 1]
+                return line_number, (
+                    f"not UTF-8 text (byte 0x{byte.hex()} at column {error.start + 1}); "
+                    "convert it to UTF-8 first (e.g. iconv -f latin1 -t utf-8)"
+                )
+    return None, "not UTF-8 text"
+
+
+@contextlib.contextmanager
+def archive_errors(path: str | Path) -> Iterator[None]:
+    """Within the block, a corrupt or truncated zip, tar or gzip archive, or a member that is
+    not UTF-8, is an :class:`InputFormatError` naming ``path``, not a traceback."""
+    try:
+        yield
+    except UnicodeDecodeError as error:
+        problem = f"not UTF-8 text (byte 0x{error.object[error.start : error.start + 1].hex()})"
+        raise InputFormatError(path, None, problem) from None
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error) as error:
+        problem = f"corrupt or truncated archive ({type(error).__name__}: {quoted(str(error))})"
+        raise InputFormatError(path, None, problem) from None
+
+
+def open_text(path: str | Path) -> CheckedText:
+    """Open a UTF-8 text file for reading, transparently decompressing ``.gz``."""
+    return CheckedText(Path(path))
 
 
 def write_records(path: str | Path, records: Iterable[dict]) -> int:
@@ -87,13 +216,20 @@ def json_lines(handle: IO[str], name: str | Path) -> Iterator[tuple[int, dict]]:
 
 
 def read_records(path: str | Path) -> Iterator[dict]:
-    """Read canonical corpus or topic JSON Lines, checking the required keys line by line."""
+    """Read canonical corpus or topic JSON Lines, checking the required keys line by line; a
+    file without any record is an error, not an empty collection."""
+    count = 0
     with open_text(path) as handle:
         for line_number, record in json_lines(handle, path):
             missing = [key for key in REQUIRED_KEYS if key not in record]
             if missing:
                 raise InputFormatError(path, line_number, f"missing key(s) {', '.join(missing)}")
+            if not isinstance(record["id"], str) or not record["id"]:
+                raise InputFormatError(path, line_number, "'id' must be a non-empty string")
+            count += 1
             yield record
+    if not count:
+        raise InputFormatError(path, None, "no records")
 
 
 @dataclass(frozen=True, order=True)
@@ -114,8 +250,39 @@ def write_qrels(path: str | Path, judgments: Iterable[Judgment]) -> int:
     return count
 
 
+@contextlib.contextmanager
+def relevance_limit(limit: int) -> Iterator[None]:
+    """Within the block, readers accept relevance values with ``|rel| <= limit``."""
+    token = _relevance_limit.set(limit)
+    try:
+        yield
+    finally:
+        _relevance_limit.reset(token)
+
+
 def parse_relevance(value: str, path: str | Path, line_number: int) -> int:
-    """Relevance as an integer; integral floats such as ``3.0`` are accepted as such."""
+    """Relevance as an integer; integral floats such as ``3.0`` are accepted as such.
+
+    Values beyond the relevance limit (:func:`relevance_limit`, default ±1,000) are refused:
+    gain-based measures grow with them and trec_eval's code paths degrade to quadratic time or
+    worse, so such a value is a corrupt file rather than a judgment.
+    """
+    relevance = _integral(value)
+    if relevance is None:
+        kind = "integral" if _is_number(value) else "a number"
+        raise InputFormatError(path, line_number, f"relevance {quoted(value)} is not {kind}")
+    limit = _relevance_limit.get()
+    if abs(relevance) > limit:
+        raise InputFormatError(
+            path,
+            line_number,
+            f"relevance {quoted(value)} is beyond ±{limit} (config max_relevance, "
+            "CLI --max-relevance)",
+        )
+    return relevance
+
+
+def _integral(value: str) -> int | None:
     try:
         return int(value)
     except ValueError:
@@ -123,17 +290,23 @@ def parse_relevance(value: str, path: str | Path, line_number: int) -> int:
     try:
         number = float(value)
     except ValueError:
-        raise InputFormatError(path, line_number, f"relevance {value!r} is not a number") from None
-    if not number.is_integer():
-        raise InputFormatError(path, line_number, f"relevance {value!r} is not integral")
-    return int(number)
+        return None
+    return int(number) if number.is_integer() else None  # NaN and ±inf are not integers
+
+
+def _is_number(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
 
 
 def qrels_lines(path: str | Path) -> Iterator[tuple[int, str, str, str]]:
     """``(line number, qid, docid, relevance as written)`` of a TREC qrels file."""
     with open_text(path) as handle:
         for line_number, line in enumerate(handle, start=1):
-            fields = line.split()
+            fields = split_fields(line)
             if not fields:
                 continue
             if len(fields) != 4:
@@ -146,10 +319,13 @@ def qrels_lines(path: str | Path) -> Iterator[tuple[int, str, str, str]]:
 
 def read_qrels(path: str | Path) -> list[Judgment]:
     """Read a TREC qrels file (``qid iter docid rel``, whitespace separated)."""
-    return [
+    judgments = [
         Judgment(query_id, doc_id, parse_relevance(relevance, path, line_number))
         for line_number, query_id, doc_id, relevance in qrels_lines(path)
     ]
+    if not judgments:
+        raise InputFormatError(path, None, "no judgments")
+    return judgments
 
 
 @dataclass(frozen=True)

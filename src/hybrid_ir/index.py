@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.formats import atomic_output, read_records
+from hybrid_ir.formats import atomic_directory, atomic_output, read_records
 from hybrid_ir.lucene import pyserini_modules
 
 ANSERINI_COLLECTIONS = {"flat": "BeirFlatCollection", "multifield": "BeirMultifieldCollection"}
@@ -65,22 +64,18 @@ def build_bm25_index(
     ]  # fmt: skip
     if layout == "multifield":
         arguments += ["-fields", "title"]
-    index_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.", dir=index_dir.parent))
+    # Fixed names, cleared first: a build killed earlier leaves nothing behind (atomic_directory).
+    input_dir = index_dir.with_name(f".{index_dir.name}.input")
+    shutil.rmtree(input_dir, ignore_errors=True)
     try:
-        input_dir = staging / "input"
         write_anserini_input(corpus_path, input_dir / "corpus.jsonl", text_fields)
-        building = staging / "index"
-        pyserini = pyserini_modules()
-        pyserini.IndexCollection.main(
-            ["-input", str(input_dir), "-index", str(building), *arguments]
-        )
-        stats = index_stats(building)
-        if index_dir.exists():
-            shutil.rmtree(index_dir)
-        building.rename(index_dir)
+        with atomic_directory(index_dir) as building:
+            pyserini_modules().IndexCollection.main(
+                ["-input", str(input_dir), "-index", str(building), *arguments]
+            )
+            stats = index_stats(building)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(input_dir, ignore_errors=True)
     return stats
 
 

@@ -6,17 +6,19 @@ keeps its best score. Writers cut each topic at ``k`` in that order, so two runs
 scores give byte-identical files whatever order they were computed in.
 
 Two file formats are read and written: TREC (``qid Q0 docid rank score tag``) and the ARQMath
-submission TSV (``topic<TAB>post<TAB>rank<TAB>score<TAB>run``). Readers accept either and
-report the file and line of anything else.
+submission TSV (``topic<TAB>post<TAB>rank<TAB>score<TAB>run``). A file's format is decided once,
+from its first line (or given); a line of another layout, a rank that is not an integer or a
+score that is not a finite number is an error naming the file and line.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from hybrid_ir.errors import InputFormatError
-from hybrid_ir.formats import RunEntry, atomic_output, open_text
+from hybrid_ir.errors import ConfigError, InputFormatError, quoted
+from hybrid_ir.formats import ASCII_WHITESPACE, RunEntry, atomic_output, open_text, split_fields
 
 Run = dict[str, dict[str, float]]
 
@@ -39,36 +41,89 @@ def add_entry(run: Run, topic: str, doc: str, score: float) -> None:
         docs[doc] = score
 
 
-def _parse_line(fields: list[str], path: str | Path, line_number: int) -> tuple[str, str, float]:
-    if len(fields) == 6:
-        topic, _, doc, _, score, _ = fields
-    elif len(fields) == 5:
-        topic, doc, _, score, _ = fields
-    else:
+RUN_FORMATS = ("trec", "arqmath")
+_FIELD_COUNTS = {"trec": 6, "arqmath": 5}
+_LAYOUTS = {
+    "trec": "a TREC run line (qid Q0 docid rank score tag: 6 fields)",
+    "arqmath": "an ARQMath run line (topic post rank score run: 5 tab-separated fields)",
+}
+
+
+def _fields(line: str, run_format: str) -> list[str]:
+    if run_format == "arqmath":
+        return [field.strip(ASCII_WHITESPACE) for field in line.strip("\r\n").split("\t")]
+    return split_fields(line)
+
+
+def detect_format(line: str, path: str | Path, line_number: int) -> str:
+    """A run file's format, decided once from its first line: 6 whitespace-separated fields is
+    TREC, 5 tab-separated fields is ARQMath TSV; anything else names both layouts."""
+    for run_format in RUN_FORMATS:
+        if len(_fields(line, run_format)) == _FIELD_COUNTS[run_format]:
+            return run_format
+    raise InputFormatError(
+        path,
+        line_number,
+        f"neither {_LAYOUTS['trec']} nor {_LAYOUTS['arqmath']}: "
+        f"{quoted(line.strip(ASCII_WHITESPACE))}",
+    )
+
+
+def _parse_line(
+    line: str, run_format: str, path: str | Path, line_number: int
+) -> tuple[str, str, float]:
+    fields = _fields(line, run_format)
+    if len(fields) != _FIELD_COUNTS[run_format]:
         raise InputFormatError(
             path,
             line_number,
-            f"expected 6 fields (TREC: qid Q0 docid rank score tag) or 5 (ARQMath TSV: "
-            f"topic post rank score run), got {len(fields)}",
+            f"expected {_LAYOUTS[run_format]} like the file's first line, got {len(fields)} "
+            f"field(s): {quoted(line.strip(ASCII_WHITESPACE))}",
         )
+    if run_format == "trec":
+        topic, _, doc, rank, score, _ = fields
+    else:
+        topic, doc, rank, score, _ = fields
+    if not all(fields[:-1]):
+        raise InputFormatError(path, line_number, "an empty field")
     try:
-        return topic, doc, float(score)
+        int(rank)
     except ValueError:
-        raise InputFormatError(path, line_number, f"score {score!r} is not a number") from None
+        problem = f"rank {quoted(rank)} is not an integer"
+        raise InputFormatError(path, line_number, problem) from None
+    try:
+        value = float(score)
+    except ValueError:
+        problem = f"score {quoted(score)} is not a number"
+        raise InputFormatError(path, line_number, problem) from None
+    if not math.isfinite(value):
+        raise InputFormatError(path, line_number, f"score {quoted(score)} is not a finite number")
+    return topic, doc, value
 
 
-def read_run(path: str | Path, topics: Iterable[str] | None = None) -> Run:
-    """Read a TREC or ARQMath-TSV run (``.gz`` too), optionally keeping only ``topics``."""
+def read_run(
+    path: str | Path, topics: Iterable[str] | None = None, run_format: str | None = None
+) -> Run:
+    """Read a TREC or ARQMath-TSV run (``.gz`` too), optionally keeping only ``topics``.
+
+    ``run_format`` is ``trec``, ``arqmath`` or ``None`` to decide it from the first line; every
+    line must then have that layout, so a TREC line that lost a column is an error, never an
+    ARQMath line read with a wrong score.
+    """
+    if run_format is not None and run_format not in RUN_FORMATS:
+        raise ConfigError(f"unknown run format {run_format!r}; choose {', '.join(RUN_FORMATS)}")
     keep = set(topics) if topics is not None else None
     run: Run = {}
     with open_text(path) as handle:
         for line_number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if not fields:
+            if not line.strip(ASCII_WHITESPACE):
                 continue
-            topic, doc, score = _parse_line(fields, path, line_number)
+            run_format = run_format or detect_format(line, path, line_number)
+            topic, doc, score = _parse_line(line, run_format, path, line_number)
             if keep is None or topic in keep:
                 add_entry(run, topic, doc, score)
+    if run_format is None:
+        raise InputFormatError(path, None, "no run lines: the file is empty")
     return run
 
 

@@ -74,8 +74,41 @@ def bm25_rows(experiments: dict, expected: list[dict], root: str | Path = ".") -
     return rows
 
 
+def bm25_averaging_notes(experiments: dict) -> list[str]:
+    """How each collection's BM25 numbers are averaged, from its measures' own rules."""
+    from hybrid_ir.evaluate import JUDGED_TOPICS, resolve_measures
+
+    notes = []
+    for collection, experiment in experiments.items():
+        columns = [
+            column
+            for measures in experiment["qrels"].values()
+            for column in resolve_measures(measures)
+        ]
+        judged = [column.name for column in columns if column.averaging == JUDGED_TOPICS]
+        totals = [column.name for column in columns if column.total]
+        rest = [c.name for c in columns if c.averaging != JUDGED_TOPICS and not c.total]
+        parts = []
+        if rest:
+            parts.append(
+                f"{', '.join(dict.fromkeys(rest))} averaged over every qrels topic "
+                "(trec_eval -c: an unanswered topic counts 0)"
+            )
+        if judged:
+            parts.append(
+                f"{', '.join(dict.fromkeys(judged))} averaged over the topics where the run "
+                "keeps a judged document (the ARQMath organisers' rule), not over every qrels topic"
+            )
+        if totals:
+            parts.append(f"{', '.join(dict.fromkeys(totals))} summed over topics")
+        notes.append(f"{collection}: " + "; ".join(parts) + ".")
+    return notes
+
+
 def _number(value: float | None) -> str:
-    return "–" if value is None else f"{value:.4f}"
+    if value is None:
+        return "–"
+    return str(value) if isinstance(value, int) else f"{value:.4f}"
 
 
 def write_csv(rows: list[ScoreRow], path: str | Path) -> None:

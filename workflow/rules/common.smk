@@ -6,10 +6,12 @@ from pathlib import Path
 import hybrid_ir
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 
 from hybrid_ir import paths
 from hybrid_ir.checks import checks_from_expected
 from hybrid_ir.config import (
+    config_warnings,
     evaluation_pairs,
     load_expected,
     math_model_runs,
@@ -29,6 +31,8 @@ try:
     EXPECTED = load_expected(config["expected"])
 except (HybridIRError, OSError) as error:
     raise WorkflowError(f"hybrid-ir: {error}") from None
+for _warning in config_warnings(config):
+    logger.warning(f"hybrid-ir: config warning: {_warning}")
 
 MIRROR = mirror_root(config["mirror"])
 COLLECTIONS = config["collections"]
@@ -127,6 +131,16 @@ def measures_for(collection, system, qrels):
 def names_in(origin):
     """Run names of a ``collection -> topics -> name`` config section."""
     return {name for by_topics in origin.values() for runs in by_topics.values() for name in runs}
+
+
+def external_run(wildcards):
+    """An imported run's ``{path, format?}``; the config may give the path alone."""
+    entry = EXTERNAL_RUNS[wildcards.collection][wildcards.topics][wildcards.system]
+    return external_run_entry(entry)
+
+
+def external_run_entry(entry):
+    return {"path": entry} if isinstance(entry, str) else entry
 
 
 def run_path(collection, topics, system):
@@ -284,8 +298,11 @@ def all_targets():
 # Fail at start-up, with the offending key, when an external run is missing from the manifest.
 for _collection, _by_topics in EXTERNAL_RUNS.items():
     for _topics, _runs in _by_topics.items():
-        for _system, _path in _runs.items():
-            raw_file(_path, f"external_runs.{_collection}.{_topics}.{_system}")
+        for _system, _entry in _runs.items():
+            raw_file(
+                external_run_entry(_entry)["path"],
+                f"external_runs.{_collection}.{_topics}.{_system}",
+            )
 
 
 wildcard_constraints:

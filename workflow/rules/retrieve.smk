@@ -38,14 +38,14 @@ for _name in BM25["experiments"]:
 rule import_run:
     input:
         lambda w: raw_file(
-            EXTERNAL_RUNS[w.collection][w.topics][w.system],
-            f"external_runs.{w.collection}.{w.topics}.{w.system}",
+            external_run(w)["path"], f"external_runs.{w.collection}.{w.topics}.{w.system}"
         ),
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
     params:
         code=code_version("runs"),
         depth=RUN_DEPTH,
+        run_format=lambda w: external_run(w).get("format"),
     log:
         "results/logs/runs/{collection}/{topics}/{system}.import.log",
     wildcard_constraints:

@@ -11,4 +11,4 @@ def main():
     logging.info("all %d checks passed", passed)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

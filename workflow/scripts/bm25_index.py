@@ -21,4 +21,4 @@ def main():
         json.dump(stats, out, indent=2, sort_keys=True)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

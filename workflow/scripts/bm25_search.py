@@ -24,4 +24,4 @@ def main():
     logging.info("wrote %d run lines", lines)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

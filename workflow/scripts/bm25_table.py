@@ -2,7 +2,7 @@
 
 from hybrid_ir.config import load_expected
 from hybrid_ir.logged import run_step
-from hybrid_ir.tables import bm25_rows, write_csv, write_markdown
+from hybrid_ir.tables import bm25_averaging_notes, bm25_rows, write_csv, write_markdown
 
 
 def main():
@@ -10,12 +10,12 @@ def main():
     rows = bm25_rows(params.experiments, load_expected(list(snakemake.input.expected)))
     write_csv(rows, snakemake.output.csv)
     notes = [
-        f"Lucene BM25 (pyserini 1.6.0, Anserini), k1={params.k1}, b={params.b}; "
-        "top 1000 hits; trec_eval -c semantics (all qrels topics averaged).",
+        f"Lucene BM25 (pyserini 1.6.0, Anserini), k1={params.k1}, b={params.b}; top 1000 hits.",
+        *bm25_averaging_notes(params.experiments),
         "Expected values come from the files under expected/ (published or pinned; see each "
         "file's header); `–` means no expected value.",
     ]
     write_markdown(rows, snakemake.output.markdown, "BM25 baselines", notes)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

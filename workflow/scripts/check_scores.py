@@ -14,4 +14,4 @@ def main():
         logging.info("%s", result)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

@@ -17,4 +17,4 @@ def main():
         logging.info("%s: %d records", name, count)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

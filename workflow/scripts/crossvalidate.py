@@ -10,6 +10,7 @@ from hybrid_ir.crossval import (
     fold_assignment_table,
     report,
 )
+from hybrid_ir.errors import ConfigError, ParameterError
 from hybrid_ir.evaluate import load_qrels
 from hybrid_ir.formats import atomic_output, write_table
 from hybrid_ir.logged import run_step
@@ -18,17 +19,20 @@ from hybrid_ir.runs import read_run
 
 def main():
     entry = snakemake.params.entry
-    results = crossvalidate_linear(
-        read_run(snakemake.input.dense),
-        read_run(snakemake.input.base),
-        load_qrels(snakemake.input.qrels),
-        entry["measures"],
-        alphas=entry.get("alphas", ALPHAS),
-        k_folds=entry.get("folds", 5),
-        seed=entry.get("seed", PAPER_SEED),
-        mode=entry.get("mode", "default"),
-        k=snakemake.params.depth,
-    )
+    try:
+        results = crossvalidate_linear(
+            read_run(snakemake.input.dense),
+            read_run(snakemake.input.base),
+            load_qrels(snakemake.input.qrels),
+            entry["measures"],
+            alphas=entry.get("alphas", ALPHAS),
+            k_folds=entry.get("folds", 5),
+            seed=entry.get("seed", PAPER_SEED),
+            mode=entry.get("mode", "default"),
+            k=snakemake.params.depth,
+        )
+    except ParameterError as error:
+        raise ConfigError(f"config: crossval.{snakemake.wildcards.crossval}: {error}") from None
     summary = report(results)
     for column, result in summary["columns"].items():
         logging.info(
@@ -42,4 +46,4 @@ def main():
     write_table(snakemake.output.folds, fold_assignment_table(summary["folds"]))
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

@@ -32,4 +32,4 @@ def main():
     logging.info("%d topics, %d lines", len(run), lines)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

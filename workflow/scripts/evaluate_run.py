@@ -19,4 +19,4 @@ def main():
         json.dump({"aggregate": aggregate, "per_query": per_query}, out, indent=1, sort_keys=True)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

@@ -12,4 +12,4 @@ def main():
     logging.info("fetched %s from %s (sha256 %s verified)", entry.path, source, entry.sha256)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

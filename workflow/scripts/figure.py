@@ -20,4 +20,4 @@ def main():
     draw(spec["kind"], spec, runs, load_qrels(snakemake.input.qrels), report, stem)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

@@ -15,4 +15,4 @@ def main():
     logging.info("%s of %d runs: %d topics, %d lines", params.method, len(runs), len(fused), lines)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

@@ -7,11 +7,11 @@ from hybrid_ir.runs import read_run, write_run
 
 
 def main():
-    run = read_run(snakemake.input[0])
+    run = read_run(snakemake.input[0], run_format=snakemake.params.run_format)
     lines = write_run(
         run, snakemake.output.run, tag=snakemake.wildcards.system, k=snakemake.params.depth
     )
     logging.info("%d topics, %d lines (top %d per topic)", len(run), lines, snakemake.params.depth)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

@@ -20,4 +20,4 @@ def main():
     )
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

@@ -39,4 +39,4 @@ def main():
     write_per_query(spec, per_query, snakemake.output.per_query)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

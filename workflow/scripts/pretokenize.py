@@ -29,4 +29,4 @@ def main():
     write_token_counts(corpus_tokens, snakemake.output.tokens)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

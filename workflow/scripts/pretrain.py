@@ -31,4 +31,4 @@ def main():
     loss_curves(history, stem, f"MLM further pretraining: {snakemake.wildcards.backbone}")
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

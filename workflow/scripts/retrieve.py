@@ -33,4 +33,4 @@ def main():
         json.dump(facts, out, indent=1, sort_keys=True)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

@@ -36,4 +36,4 @@ def main():
     write_run(best, snakemake.output.run, tag=snakemake.wildcards.sweep, k=snakemake.params.depth)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

@@ -34,4 +34,4 @@ def main():
         json.dump(report, out, indent=1, sort_keys=True)
 
 
-run_step(snakemake.log[0], main)
+run_step(snakemake, main)

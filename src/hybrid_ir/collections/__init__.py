@@ -38,7 +38,71 @@ class Collection:
 
 Reader = Callable[[Mapping[str, Path]], Collection]
 
+
+@dataclass(frozen=True)
+class SourceRoles:
+    """The source roles a reader takes, so that a configuration is checked when the workflow's
+    DAG is built rather than half-way through a run.
+
+    ``main``: the alternative sets of fixed roles (exactly one must be configured). Per listed
+    set, ``topics_<set>`` / ``qrels_<set>`` are required when ``per_set_topics`` /
+    ``per_set_qrels``, and ``labels_<set>`` is optional when ``per_set_labels``; sets in
+    ``derived_sets`` are made by the reader itself, and when a ``sets_inside`` role is
+    configured, that file carries the sets (an official BEIR zip).
+    """
+
+    main: tuple[frozenset[str], ...]
+    per_set_topics: bool = False
+    per_set_qrels: bool = False
+    per_set_labels: bool = False
+    derived_sets: frozenset[str] = frozenset()
+    sets_inside: frozenset[str] = frozenset()
+
+    def problems(self, where: str, collection: Mapping) -> tuple[list[str], list[str]]:
+        """``(errors, warnings)`` of a collection's configuration, each naming its key."""
+        sources, topic_sets, qrels_sets = (
+            collection["sources"],
+            collection["topics"],
+            collection["qrels"],
+        )
+        main = next((roles for roles in self.main if roles <= set(sources)), None)
+        if main is None:
+            choices = " or ".join(", ".join(sorted(roles)) for roles in self.main)
+            return [f"{where}.sources: the reader needs {choices}"], []
+        carried = bool(main & self.sets_inside)
+        required: dict[str, str] = {}
+        if self.per_set_topics and not carried:
+            required |= {f"topics_{s}": f"topic set {s!r}" for s in topic_sets}
+        if self.per_set_qrels and not carried:
+            required |= {
+                f"qrels_{s}": f"qrels set {s!r}" for s in qrels_sets if s not in self.derived_sets
+            }
+        optional = {f"labels_{s}" for s in topic_sets} if self.per_set_labels else set()
+        errors = [
+            f"{where}.sources.{role}: no listed set uses this source (topic sets "
+            f"{list(topic_sets)}, qrels sets {list(qrels_sets)}); a typo, or a set missing "
+            "from the collection's topics/qrels lists?"
+            for role in sources
+            if role not in main | required.keys() | optional
+        ]
+        errors += [
+            f"{where}: {what} has no source {role!r}"
+            for role, what in required.items()
+            if role not in sources
+        ]
+        warnings = []
+        if optional & set(sources):
+            warnings = [
+                f"{where}: topic set {s!r} has no 'labels_{s}' source, so its topics have no "
+                "category, difficulty or dependency labels"
+                for s in topic_sets
+                if f"labels_{s}" not in sources
+            ]
+        return errors, warnings
+
+
 _READERS: dict[str, Reader] = {}
+_ROLES: dict[str, SourceRoles] = {}
 
 # Modules whose import registers readers; imported lazily so that light commands stay light.
 _READER_MODULES = (
@@ -50,14 +114,21 @@ _READER_MODULES = (
 )
 
 
-def reader(name: str) -> Callable[[Reader], Reader]:
+def reader(name: str, roles: SourceRoles) -> Callable[[Reader], Reader]:
     """Register a reader function under ``name`` (the ``reader:`` key of a collection)."""
 
     def register(function: Reader) -> Reader:
         _READERS[name] = function
+        _ROLES[name] = roles
         return function
 
     return register
+
+
+def source_problems(where: str, collection: Mapping) -> tuple[list[str], list[str]]:
+    """``(errors, warnings)`` of a configured collection's sources against its reader's roles."""
+    get_reader(collection["reader"])
+    return _ROLES[collection["reader"]].problems(where, collection)
 
 
 def get_reader(name: str) -> Reader:

@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
-from hybrid_ir.collections import Collection, reader
+from hybrid_ir.collections import Collection, SourceRoles, reader
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import Judgment, open_text, read_qrels
+from hybrid_ir.formats import Judgment, archive_errors, open_text, read_qrels
 
 logger = logging.getLogger(__name__)
 
@@ -324,7 +324,7 @@ def _thread_pages(path: Path) -> Iterator[tuple[str, bytes]]:
         for page in sorted(path.rglob("*.html")):
             yield str(page), page.read_bytes()
         return
-    with tarfile.open(path, "r:*") as archive:
+    with archive_errors(path), tarfile.open(path, "r:*") as archive:
         for member in archive:
             if member.isfile() and member.name.endswith(".html"):
                 handle = archive.extractfile(member)
@@ -525,6 +525,9 @@ def read_labels_csv(path: Path, set_name: str) -> list[dict]:
     """ARQMath topic information CSV (``Topic, ..., Dependency, Difficulty, Category, ...``)."""
     with open_text(path) as handle:
         rows = csv.DictReader(handle)
+        dropped = [name for name in rows.fieldnames or [] if not _column(name)]
+        if dropped:
+            logger.info("%s: column(s) not read: %s", path, ", ".join(dropped))
         return [_label_row(row, set_name, (path, rows.line_num)) for row in rows]
 
 
@@ -593,20 +596,26 @@ def _collection(docs: Iterable[dict], sources: Mapping[str, Path], main_role: st
     return Collection(docs=docs, topics=topics, qrels=qrels, tables=tables)
 
 
+def _roles(main_role: str) -> SourceRoles:
+    return SourceRoles(
+        main=(frozenset({main_role}),), per_set_topics=True, per_set_qrels=True, per_set_labels=True
+    )
+
+
 def _main_source(sources: Mapping[str, Path], role: str) -> Path:
     if role not in sources:
         raise ConfigError(f"the ARQMath reader needs a {role!r} source")
     return Path(sources[role])
 
 
-@reader("arqmath_html")
+@reader("arqmath_html", _roles("threads"))
 def read_arqmath_html(sources: Mapping[str, Path]) -> Collection:
     """ARQMath from HTML thread pages (role ``threads``: a ``.tar.gz`` or a directory)."""
     docs = read_threads(_main_source(sources, "threads"))
     return _collection(docs, sources, "threads")
 
 
-@reader("arqmath_posts_xml")
+@reader("arqmath_posts_xml", _roles("posts"))
 def read_arqmath_posts_xml(sources: Mapping[str, Path]) -> Collection:
     """ARQMath from a Posts.xml dump (role ``posts``); documents are streamed lazily."""
     docs = read_posts_answers(_main_source(sources, "posts"))

@@ -27,9 +27,17 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
-from hybrid_ir.collections import Collection, reader
+from hybrid_ir.collections import Collection, SourceRoles, reader
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import REQUIRED_KEYS, Judgment, json_lines, open_text, parse_relevance
+from hybrid_ir.formats import (
+    ASCII_WHITESPACE,
+    REQUIRED_KEYS,
+    Judgment,
+    archive_errors,
+    json_lines,
+    open_text,
+    parse_relevance,
+)
 
 Source = Path | zipfile.Path  # a file on disk or a member of a zip archive
 
@@ -46,12 +54,12 @@ _ARRAY_PUNCTUATION = {"[", "]", ","}
 
 def _open(source: Source) -> IO[str]:
     if isinstance(source, zipfile.Path):
-        return source.open("r", encoding="utf-8")
+        return source.open("r", encoding="utf-8-sig")
     return open_text(source)
 
 
 def _json_objects(source: Source) -> Iterator[tuple[int, dict]]:
-    with _open(source) as handle:
+    with archive_errors(source), _open(source) as handle:
         yield from json_lines(handle, str(source))
 
 
@@ -73,7 +81,7 @@ def _read_queries(source: Source) -> dict[str, str]:
 
 
 def _qrels_line(line: str, source: Source, number: int) -> Judgment:
-    fields = [field.strip() for field in line.rstrip("\r\n").split("\t")]
+    fields = [field.strip(ASCII_WHITESPACE) for field in line.rstrip("\r\n").split("\t")]
     if len(fields) != 3:
         raise InputFormatError(
             str(source),
@@ -86,7 +94,7 @@ def _qrels_line(line: str, source: Source, number: int) -> Judgment:
 
 def _read_qrels(source: Source) -> list[Judgment]:
     best: dict[tuple[str, str], int] = {}
-    with _open(source) as handle:
+    with archive_errors(source), _open(source) as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -166,10 +174,15 @@ def _sentences(array: str, source: Source, number: int) -> list[str]:
 
 
 def _allenai_documents(archive: Path) -> Iterator[dict]:
+    with archive_errors(archive):
+        yield from _allenai_rows(archive)
+
+
+def _allenai_rows(archive: Path) -> Iterator[dict]:
     member = zipfile.Path(archive, ALLENAI_CORPUS_MEMBER)
     if not member.exists():
         raise InputFormatError(archive, None, f"no member {ALLENAI_CORPUS_MEMBER}")
-    with member.open("r", encoding="utf-8", newline="") as handle:
+    with member.open("r", encoding="utf-8-sig", newline="") as handle:
         rows = csv.reader(handle)
         header = next(rows, [])
         missing = [column for column in _ALLENAI_COLUMNS if column not in header]
@@ -188,7 +201,10 @@ def _allenai_documents(archive: Path) -> Iterator[dict]:
             yield {"id": doc_id, "title": title, "text": text}
 
 
-@reader("scifact_allenai_csv")
+@reader(
+    "scifact_allenai_csv",
+    SourceRoles(main=(frozenset({"corpus", "queries"}),), per_set_qrels=True),
+)
 def read_scifact_allenai_csv(sources: Mapping[str, Path]) -> Collection:
     """SciFact with the corpus rebuilt from the allenai HF CSV export, as BEIR builds it.
 
@@ -230,10 +246,12 @@ def _dataset_root(path: Path) -> Source:
     if path.is_dir():
         root: Source = path
     elif zipfile.is_zipfile(path):
-        root = zipfile.Path(path)
+        with archive_errors(path):
+            root = zipfile.Path(path)
     else:
         raise InputFormatError(path, None, "a BEIR dataset must be a zip file or a directory")
-    entries = list(root.iterdir())
+    with archive_errors(path):
+        entries = list(root.iterdir())
     if len(entries) == 1 and entries[0].is_dir():
         return entries[0]
     return root
@@ -261,7 +279,14 @@ def _dataset_files(path: Path) -> tuple[Source, Source, dict[str, Source]]:
     return corpus, queries, qrels
 
 
-@reader("beir")
+@reader(
+    "beir",
+    SourceRoles(
+        main=(frozenset({"dataset"}), frozenset({"corpus", "queries"})),
+        per_set_qrels=True,
+        sets_inside=frozenset({"dataset"}),
+    ),
+)
 def read_beir(sources: Mapping[str, Path]) -> Collection:
     """Any dataset in the official BEIR format (NFCorpus, TREC-COVID, BioASQ, SciFact...).
 

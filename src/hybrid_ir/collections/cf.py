@@ -51,7 +51,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from hybrid_ir.collections import Collection, reader
+from hybrid_ir.collections import Collection, SourceRoles, reader
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.formats import Judgment
 
@@ -217,7 +217,7 @@ def _scores(row: dict) -> list[int]:
     return [row[f"judge{judge}"] for judge in range(1, 5)]
 
 
-@reader("cf")
+@reader("cf", SourceRoles(main=(frozenset({*DOC_ROLES, QUERY_ROLE}),)))
 def read_cf(sources: Mapping[str, Path]) -> Collection:
     """Read CF; see the module docstring for the roles and the sets returned."""
     missing = [role for role in (*DOC_ROLES, QUERY_ROLE) if role not in sources]

@@ -28,7 +28,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from hybrid_ir.collections import Collection, reader
+from hybrid_ir.collections import Collection, SourceRoles, reader
 from hybrid_ir.collections.arqmath import parse_xml
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.formats import Judgment, read_qrels
@@ -144,7 +144,10 @@ def _qrels_paths(sources: Mapping[str, Path]) -> dict[str, Path]:
     return paths
 
 
-@reader("ntcir12_wiki_formula")
+@reader(
+    "ntcir12_wiki_formula",
+    SourceRoles(main=(frozenset({"topics"}),), per_set_qrels=True, derived_sets=frozenset({_ALL})),
+)
 def read_ntcir12_wiki_formula(sources: Mapping[str, Path]) -> Collection:
     """NTCIR-12 Wiki-Formula topics (role ``topics``) and qrels (roles ``qrels_<split>``)."""
     if "topics" not in sources:

@@ -15,9 +15,9 @@ import tarfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from hybrid_ir.collections import Collection, reader
+from hybrid_ir.collections import Collection, SourceRoles, reader
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import json_lines
+from hybrid_ir.formats import archive_errors, json_lines, open_text
 
 _SHARD = re.compile(r"(?:^|/)(\d+)\.jsonl$")
 _QUESTION_URL = re.compile(r"https?://([^/]+)/questions/(\d+)")
@@ -54,11 +54,11 @@ def _documents(path: Path) -> Iterator[dict]:
             if (number := _shard_number(str(shard))) is not None
         )
         for _, shard in shards:
-            with open(shard, encoding="utf-8") as handle:
+            with open_text(shard) as handle:
                 for number, value in json_lines(handle, shard):
                     yield _pair(value, str(shard), number)
         return
-    with tarfile.open(path) as archive:
+    with archive_errors(path), tarfile.open(path) as archive:
         members = sorted(
             (number, member)
             for member in archive.getmembers()
@@ -72,7 +72,7 @@ def _documents(path: Path) -> Iterator[dict]:
                 yield _pair(value, name, number)
 
 
-@reader("stackmathqa")
+@reader("stackmathqa", SourceRoles(main=(frozenset({"shards"}),)))
 def read_stackmathqa(sources: Mapping[str, Path]) -> Collection:
     if "shards" not in sources:
         raise ConfigError("the stackmathqa reader needs a 'shards' source (.tar.gz or folder)")
