@@ -23,6 +23,7 @@ from hybrid_ir.crossval import crossvalidate_linear
 from hybrid_ir.errors import (
     ConfigError,
     EvaluationError,
+    HybridIRError,
     InputFormatError,
     ParameterError,
     quoted,
@@ -86,6 +87,14 @@ def test_non_finite_scores_are_rejected_with_file_and_line(tmp_path, score):
     with pytest.raises(InputFormatError) as error:
         read_run(run)
     assert error.value.line == 2 and "not a finite number" in error.value.problem
+
+
+def test_a_non_finite_score_is_never_written_to_a_run(tmp_path):
+    from hybrid_ir.runs import write_run
+
+    with pytest.raises(HybridIRError, match=r"out.trec: topic q1, document b: score nan"):
+        write_run({"q1": {"a": 1.0, "b": float("nan")}}, tmp_path / "out.trec", tag="t")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_non_integer_rank_is_rejected(tmp_path):

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import http.server
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -38,25 +45,74 @@ def entry_for(path: str, content: bytes, url: str = "", upstream: bytes | None =
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A local HTTP server on 127.0.0.1 serving a good file and a corrupted copy."""
+def certificate(tmp_path_factory) -> tuple[Path, Path]:
+    """(certificate, key): self-signed for 127.0.0.1 and localhost, made by the openssl command."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+@pytest.fixture(scope="module")
+def tls(certificate) -> ssl.SSLContext:
+    """A client context that trusts the test certificate only."""
+    return ssl.create_default_context(cafile=certificate[0])
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # Clients that hang up or reject the certificate are what these tests make.
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+
+@contextlib.contextmanager
+def https_server(handler: type[http.server.BaseHTTPRequestHandler], certificate):
+    """Serve ``handler`` over TLS on 127.0.0.1 from a thread; yield the base URL."""
+    httpd = QuietServer(("127.0.0.1", 0), handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*certificate)
+    # Handshakes happen in the request threads, so a stalled client cannot block the server.
+    httpd.socket = context.wrap_socket(
+        httpd.socket, server_side=True, do_handshake_on_connect=False
+    )
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{httpd.server_port}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, certificate):
+    """A local HTTPS server on 127.0.0.1 serving a good file and a corrupted copy."""
     root = tmp_path_factory.mktemp("upstream")
     (root / "good.txt").write_bytes(GOOD)
     (root / "corrupted.txt").write_bytes(b"qid 0 doc 2\n")
     (root / "plain.tsv").write_bytes(GOOD)
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
+    class Files(QuietHandler):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, directory=str(root), **kwargs)
 
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_port}"
-    httpd.shutdown()
+    with https_server(Files, certificate) as url:
+        yield url
 
 
 def test_copy_from_mirror_verifies_and_names_the_source(tmp_path):
@@ -86,39 +142,42 @@ def test_mirror_file_with_wrong_hash_fails_without_output(tmp_path):
     assert list(destination.parent.iterdir()) == []
 
 
-def test_download_good_file(tmp_path, server):
+def test_download_good_file(tmp_path, server, tls):
     destination = tmp_path / "good.txt"
-    source = fetch(entry_for("good.txt", GOOD, f"{server}/good.txt"), None, destination)
+    source = fetch(
+        entry_for("good.txt", GOOD, f"{server}/good.txt"), None, destination, ssl_context=tls
+    )
     assert source == f"{server}/good.txt"
     assert destination.read_bytes() == GOOD
 
 
-def test_download_falls_back_when_file_is_missing_from_mirror(tmp_path, server):
+def test_download_falls_back_when_file_is_missing_from_mirror(tmp_path, server, tls):
     mirror = tmp_path / "empty-mirror"
     mirror.mkdir()
     destination = tmp_path / "good.txt"
-    fetch(entry_for("good.txt", GOOD, f"{server}/good.txt"), mirror, destination)
+    fetch(entry_for("good.txt", GOOD, f"{server}/good.txt"), mirror, destination, ssl_context=tls)
     assert destination.read_bytes() == GOOD
 
 
-def test_download_of_gzipped_file_checks_upstream_bytes(tmp_path, server):
+def test_download_of_gzipped_file_checks_upstream_bytes(tmp_path, server, tls):
     entry = entry_for("corrupted.tsv.gz", b"x", f"{server}/corrupted.txt", upstream=GOOD)
     with pytest.raises(FetchError, match="expected upstream sha256"):
-        fetch(entry, None, tmp_path / "corrupted.tsv.gz")
+        fetch(entry, None, tmp_path / "corrupted.tsv.gz", ssl_context=tls)
 
 
-def test_download_corrupted_file_fails_and_leaves_nothing(tmp_path, server):
+def test_download_corrupted_file_fails_and_leaves_nothing(tmp_path, server, tls):
     destination = tmp_path / "dl" / "corrupted.txt"
     with pytest.raises(FetchError, match=r"checksum mismatch for corrupted.txt .*expected sha256"):
-        fetch(entry_for("corrupted.txt", GOOD, f"{server}/corrupted.txt"), None, destination)
+        entry = entry_for("corrupted.txt", GOOD, f"{server}/corrupted.txt")
+        fetch(entry, None, destination, ssl_context=tls)
     assert list(destination.parent.iterdir()) == []
 
 
-def test_download_404_names_file_url_and_origin(tmp_path, server):
+def test_download_404_names_file_url_and_origin(tmp_path, server, tls):
     destination = tmp_path / "dl" / "missing.txt"
     url = f"{server}/missing.txt"
     with pytest.raises(FetchError) as error:
-        fetch(entry_for("missing.txt", GOOD, url), tmp_path, destination)
+        fetch(entry_for("missing.txt", GOOD, url), tmp_path, destination, ssl_context=tls)
     message = str(error.value)
     assert "cannot fetch missing.txt" in message
     assert url in message and "HTTP 404" in message
@@ -131,12 +190,12 @@ def test_file_without_url_or_mirror_copy_says_where_to_get_it(tmp_path):
         fetch(entry_for("packed.tar.gz", GOOD), tmp_path, tmp_path / "out" / "packed.tar.gz")
 
 
-def test_download_of_file_gzipped_in_mirror_is_checked_then_compressed(tmp_path, server):
+def test_download_of_file_gzipped_in_mirror_is_checked_then_compressed(tmp_path, server, tls):
     # The mirror copy was compressed by another gzip: its bytes cannot be reproduced here.
     compressed = gzip.compress(GOOD, compresslevel=1, mtime=12345)
     entry = entry_for("plain.tsv.gz", compressed, f"{server}/plain.tsv", upstream=GOOD)
     destination = tmp_path / "plain.tsv.gz"
-    fetch(entry, None, destination)
+    fetch(entry, None, destination, ssl_context=tls)
     assert gzip.decompress(destination.read_bytes()) == GOOD
 
 
@@ -183,3 +242,188 @@ def test_committed_manifest_matches_the_mirror(mirror):
     assert len(manifest) == 210
     sample = manifest["cf/original/cfquery"]
     assert replace(sample, url="") != sample  # every single-file row has a pinned URL
+
+
+class EndlessBody(QuietHandler):
+    """Sends a body without a declared length that goes on until the client hangs up."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        block = b"x" * (64 << 10)
+        for _ in range(256):  # 16 MiB at most, far beyond any cap the tests set
+            try:
+                self.wfile.write(block)
+            except OSError:
+                return
+
+
+class DripBody(QuietHandler):
+    """Sends a body one byte every 0.2 s."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.drip()
+
+    def drip(self):
+        for _ in range(100):
+            try:
+                self.wfile.write(b"x")
+            except OSError:
+                return
+            time.sleep(0.2)
+
+
+class DripHeaders(DripBody):
+    """Sends the status line, then a header one byte every 0.2 s: stuck before any body."""
+
+    def do_GET(self):
+        self.wfile.write(b"HTTP/1.0 200 OK\r\nX-Drip: ")
+        self.drip()
+
+
+# The cap is the manifest size (64 times it for a file gzipped here) plus a 1 MiB margin.
+@pytest.mark.parametrize(("gzipped_here", "cap"), [(False, 12 + 2**20), (True, 64 * 12 + 2**20)])
+def test_endless_download_is_cut_at_the_size_cap(tmp_path, certificate, tls, gzipped_here, cap):
+    upstream = GOOD if gzipped_here else None
+    destination = tmp_path / "dl" / "endless.txt"
+    began = time.monotonic()
+    with https_server(EndlessBody, certificate) as url:
+        entry = entry_for("endless.txt", GOOD, f"{url}/endless.txt", upstream=upstream)
+        with pytest.raises(FetchError) as error:
+            fetch(entry, None, destination, ssl_context=tls)
+    message = str(error.value)
+    assert message.startswith(f"cannot fetch endless.txt: the download from {url}/endless.txt")
+    assert f"sent more than {cap} bytes (the manifest lists 12)" in message
+    assert "\n" not in message
+    assert list(destination.parent.iterdir()) == []
+    assert time.monotonic() - began < 5
+
+
+@pytest.mark.parametrize("handler", [DripBody, DripHeaders])
+def test_dripping_download_stops_at_the_deadline(tmp_path, certificate, tls, handler):
+    destination = tmp_path / "dl" / "drip.txt"
+    began = time.monotonic()
+    with https_server(handler, certificate) as url:
+        entry = entry_for("drip.txt", GOOD, f"{url}/drip.txt")
+        with pytest.raises(FetchError, match=r"drip.txt .*took longer than 1 s"):
+            fetch(entry, None, destination, timeout=30, deadline=1, ssl_context=tls)
+    assert 1 <= time.monotonic() - began < 5
+    assert list(destination.parent.iterdir()) == []
+
+
+def test_download_needs_a_trusted_certificate(tmp_path, server):
+    destination = tmp_path / "dl" / "good.txt"
+    with pytest.raises(FetchError, match="CERTIFICATE_VERIFY_FAILED"):
+        fetch(entry_for("good.txt", GOOD, f"{server}/good.txt"), None, destination)
+    assert list(destination.parent.iterdir()) == []
+
+
+@pytest.fixture
+def listener():
+    """A TCP socket on 127.0.0.1 that accepts nothing: whether anyone connected shows."""
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        sock.setblocking(False)
+        yield sock
+
+
+def assert_nobody_connected(sock: socket.socket) -> None:
+    with pytest.raises(BlockingIOError):
+        sock.accept()
+
+
+def test_plain_http_url_is_refused_without_connecting(tmp_path, listener):
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/good.txt"
+    with pytest.raises(FetchError) as error:
+        fetch(entry_for("good.txt", GOOD, url), None, tmp_path / "good.txt")
+    assert str(error.value).startswith(
+        f"cannot fetch good.txt: no mirror configured and its download URL '{url}' is not https://"
+    )
+    assert_nobody_connected(listener)
+    assert not (tmp_path / "good.txt").exists()
+
+
+def test_long_url_is_quoted_short(tmp_path):
+    url = "ftp://" + "a" * 10_000
+    with pytest.raises(FetchError) as error:
+        fetch(entry_for("good.txt", GOOD, url), None, tmp_path / "good.txt")
+    assert len(str(error.value)) < 500
+
+
+def test_redirect_to_plain_http_is_not_followed(tmp_path, certificate, tls, listener):
+    target = f"http://127.0.0.1:{listener.getsockname()[1]}/good.txt"
+
+    class Downgrade(QuietHandler):
+        def do_GET(self):
+            self.send_response(302)
+            self.send_header("Location", target)
+            self.end_headers()
+
+    with https_server(Downgrade, certificate) as url:
+        with pytest.raises(FetchError, match=f"redirected to '{target}', which is not https://"):
+            fetch(entry_for("good.txt", GOOD, f"{url}/good.txt"), None, tmp_path / "good.txt",
+                  ssl_context=tls)  # fmt: skip
+    assert_nobody_connected(listener)
+
+
+def test_entry_path_outside_the_folders_is_refused(tmp_path):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (tmp_path / "secret").write_bytes(GOOD)
+    with pytest.raises(FetchError, match=r"refusing to fetch '\.\./secret'"):
+        fetch(entry_for("../secret", GOOD), mirror, tmp_path / "out" / "secret")
+    assert not (tmp_path / "out").exists()
+
+
+def manifest_with(tmp_path, bad_row: str) -> Path:
+    """A manifest whose line 2 is a good row and line 3 ``bad_row``."""
+    path = tmp_path / "manifest.tsv"
+    write_manifest([entry_for("good.txt", GOOD, "https://example.invalid/good.txt")], path)
+    path.write_text(path.read_text() + bad_row + "\n")
+    return path
+
+
+def row(**changes: str) -> str:
+    """A manifest row for GOOD at x.txt, with ``changes`` to its path, sha256 or size."""
+    values = {"path": "x.txt", "sha256": hashlib.sha256(GOOD).hexdigest(), "size": str(len(GOOD))}
+    values |= changes
+    fixed = ["o/r", "0" * 40, "data/x.txt", "", ""]
+    return "\t".join([values["path"], values["sha256"], values["size"], *fixed])
+
+
+@pytest.mark.parametrize(
+    ("bad_row", "problem"),
+    [
+        (row(path="/etc/passwd"), "path '/etc/passwd' must be relative"),
+        (row(path="../x"), "path '../x' must be relative"),
+        (row(path="a/../../b"), "path 'a/../../b' must be relative"),
+        (row(path="a//b"), "path 'a//b' must be relative"),
+        (row(path=""), "path '' must be relative"),
+        (row(path="a\0b"), "path 'a\\x00b' must be relative"),
+        (row(path="a" * 200_000), "unreadable row: field larger than field limit"),
+        ("x.txt\tonly\tthree", "3 columns, the header has 8"),
+        (row() + "\textra", "9 columns, the header has 8"),
+        (row(size="12 bytes"), "size must be a whole number of bytes, got '12 bytes'"),
+        (row(size="-12"), "size must be a whole number of bytes, got '-12'"),
+        (row(sha256="z" * 64), "bad sha256 'zzz"),
+        (row(path="good.txt"), "duplicate path 'good.txt'"),
+    ],
+)
+def test_bad_manifest_row_names_its_line(tmp_path, bad_row, problem):
+    with pytest.raises(InputFormatError) as error:
+        load_manifest(manifest_with(tmp_path, bad_row))
+    assert str(error.value).startswith(f"{tmp_path / 'manifest.tsv'}:3: {problem}")
+
+
+def test_bad_manifest_value_is_quoted_short(tmp_path):
+    with pytest.raises(InputFormatError) as error:
+        load_manifest(manifest_with(tmp_path, row(path="../" + "a" * 100_000)))
+    assert len(str(error.value)) < 500 + len(str(tmp_path))
+
+
+def test_manifest_that_is_not_utf8_is_refused(tmp_path):
+    path = manifest_with(tmp_path, row(path="caf\xe9.txt"))
+    path.write_bytes(path.read_bytes().replace("é".encode(), b"\xe9"))
+    with pytest.raises(InputFormatError, match=r"manifest.tsv: not UTF-8 text$"):
+        load_manifest(path)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hybrid_ir.errors import ConfigError
+from hybrid_ir.errors import ConfigError, HybridIRError
 from hybrid_ir.models import add_math_tokens, load_tokenizer, tokenizations_match
 from hybrid_ir.pretrain import (
     IGNORE,
@@ -175,3 +175,46 @@ def test_checkpoint_of_other_settings_is_not_resumed(tiny_bert, tmp_path):
     pretrain(str(tiny_bert), DOCS, MATH, tmp_path / "a", work, _settings(steps=6))
     facts = pretrain(str(tiny_bert), DOCS, MATH, tmp_path / "b", work, _settings(lr=5e-4))
     assert facts["resumed_from_step"] == 0
+
+
+class _RunsCommand:
+    """What an attacker would plant: unpickling it calls ``os.system``."""
+
+    def __init__(self, command: str):
+        self.command = command
+
+    def __reduce__(self):
+        return (os.system, (self.command,))
+
+
+def _plant_zip_format(file: Path, payload) -> None:
+    torch.save({"fingerprint": payload}, file)
+
+
+def _plant_legacy_format(file: Path, payload) -> None:
+    torch.save({"fingerprint": payload}, file, _use_new_zipfile_serialization=False)
+
+
+@pytest.mark.parametrize("plant", [_plant_zip_format, _plant_legacy_format])
+def test_checkpoint_that_would_run_code_is_refused_unrun(tiny_bert, tmp_path, plant):
+    work, sentinel = tmp_path / "work", tmp_path / "SENTINEL"
+    planted = work / "step-0000004" / "state.pt"
+    planted.parent.mkdir(parents=True)
+    plant(planted, _RunsCommand(f"touch {sentinel}"))
+    with pytest.raises(HybridIRError) as error:
+        pretrain(str(tiny_bert), DOCS, MATH, tmp_path / "out", work, _settings())
+    message = str(error.value)
+    assert message.startswith(f"{planted}: refusing to load this checkpoint")
+    assert "\n" not in message
+    assert not sentinel.exists()
+    assert not (tmp_path / "out").exists()
+
+
+def test_unreadable_checkpoint_is_one_line_naming_the_file(tiny_bert, tmp_path):
+    work = tmp_path / "work"
+    truncated = work / "step-0000004" / "state.pt"
+    truncated.parent.mkdir(parents=True)
+    truncated.write_bytes(b"PK\x03\x04 cut short")
+    with pytest.raises(HybridIRError, match=r"state\.pt: cannot read this checkpoint \(") as error:
+        pretrain(str(tiny_bert), DOCS, MATH, tmp_path / "out", work, _settings())
+    assert str(truncated) in str(error.value) and "\n" not in str(error.value)

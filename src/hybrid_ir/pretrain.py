@@ -26,6 +26,7 @@ import json
 import logging
 import math
 import os
+import pickle
 import re
 import shutil
 import time
@@ -36,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from hybrid_ir.errors import ConfigError, HybridIRError
+from hybrid_ir.formats import atomic_directory
 from hybrid_ir.models import (
     add_math_tokens,
     backbone_path,
@@ -252,15 +254,36 @@ def _save_checkpoint(workdir: Path, step: int, state: dict) -> Path:
 
 
 def _resume_state(workdir: Path, fingerprint: str) -> dict | None:
-    import torch
-
     for step, path in reversed(_checkpoints(workdir)):
-        state = torch.load(path / "state.pt", weights_only=False)
+        state = _load_checkpoint_state(path / "state.pt")
         if state.get("fingerprint") == fingerprint:
             logger.info("resuming from %s (step %d)", path, step)
             return state
         logger.info("ignoring %s: made with other settings", path)
     return None
+
+
+def _load_checkpoint_state(file: Path) -> dict:
+    """The saved state, unpickled with torch's weights-only loader: a checkpoint directory may
+    have been planted or tampered with, and a full unpickler would run any code it names.
+    Everything a checkpoint holds (tensors, numbers, strings, lists, dicts) passes that loader;
+    the run needs no RNG state, since batches, masks and dropout are seeded by (seed, step)."""
+    import torch
+
+    advice = f"delete {file.parent} to resume from an earlier checkpoint or start over"
+    try:
+        state = torch.load(file, weights_only=True)
+    except pickle.UnpicklingError:
+        raise HybridIRError(
+            f"{file}: refusing to load this checkpoint: it holds objects other than tensors "
+            f"and plain data, which could run code when loaded; {advice}"
+        ) from None
+    except (OSError, EOFError, RuntimeError) as error:
+        reason = next(iter(str(error).splitlines()), "")[:200] or type(error).__name__
+        raise HybridIRError(f"{file}: cannot read this checkpoint ({reason}); {advice}") from None
+    if not isinstance(state, dict):
+        raise HybridIRError(f"{file}: not a pretraining checkpoint (no state dict); {advice}")
+    return state
 
 
 def _load_model(backbone: str, tokenizer, device: str):
@@ -387,16 +410,13 @@ def pretrain(
 
 def _save_model(model, tokenizer, output: Path, facts: dict, samples: Sequence[str]) -> None:
     """Save model and tokenizer; the saved tokenizer must tokenize ``samples`` identically."""
-    staging = output.with_name(f".{output.name}.tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    model.save_pretrained(staging)
-    tokenizer.save_pretrained(staging)
-    if not tokenizations_match(tokenizer, load_tokenizer(staging), samples):
-        raise HybridIRError(f"{staging}: the saved tokenizer tokenizes differently on reload")
-    facts["tokenizer_reload_checked_texts"] = len(samples)
-    (staging / "pretraining.json").write_text(json.dumps(facts, indent=1) + "\n")
-    shutil.rmtree(output, ignore_errors=True)
-    os.replace(staging, output)
+    with atomic_directory(output) as staging:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        if not tokenizations_match(tokenizer, load_tokenizer(staging), samples):
+            raise HybridIRError(f"{staging}: the saved tokenizer tokenizes differently on reload")
+        facts["tokenizer_reload_checked_texts"] = len(samples)
+        (staging / "pretraining.json").write_text(json.dumps(facts, indent=1) + "\n")
 
 
 def write_losses(history: Sequence[dict], path: Path) -> None:

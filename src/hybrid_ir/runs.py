@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from hybrid_ir.errors import ConfigError, InputFormatError, quoted
+from hybrid_ir.errors import ConfigError, HybridIRError, InputFormatError, quoted
 from hybrid_ir.formats import ASCII_WHITESPACE, RunEntry, atomic_output, open_text, split_fields
 
 Run = dict[str, dict[str, float]]
@@ -167,6 +167,11 @@ def write_run(
     count = 0
     with atomic_output(path) as out:
         for entry in entries(run, tag, k):
+            if not math.isfinite(entry.score):  # a model that diverged: never a run file
+                raise HybridIRError(
+                    f"{path}: topic {entry.query_id}, document {entry.doc_id}: score "
+                    f"{entry.score} is not a finite number"
+                )
             out.write(LINE_FORMATS[style].format(entry))
             count += 1
     return count
