@@ -1,14 +1,12 @@
-import hashlib
 import os
 import re
 from pathlib import Path
-
-import hybrid_ir
 
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from hybrid_ir import paths
+from hybrid_ir.code_digest import code_digest
 from hybrid_ir.checks import checks_from_expected
 from hybrid_ir.config import (
     config_warnings,
@@ -52,19 +50,10 @@ LAYOUTS = ("flat", "multifield")
 CONDA_ENV = "../../envs/hybrid-ir.yaml"
 
 
-PACKAGE_DIR = Path(hybrid_ir.__file__).parent
-
-
-def code_version(*modules):
-    """Digest of the package modules a step runs. Passed as a param, so that editing them
-    re-runs the step's jobs: Snakemake's own code trigger sees only the adapter script."""
-    digest = hashlib.sha256()
-    for module in sorted({"formats", "errors", "logged", *modules}):
-        path = PACKAGE_DIR / module
-        files = sorted(path.rglob("*.py")) if path.is_dir() else [path.with_suffix(".py")]
-        for file in files:
-            digest.update(file.read_bytes())
-    return digest.hexdigest()[:16]
+def code_version(script):
+    """Digest of a rule's script and every package module it imports (hybrid_ir.code_digest),
+    passed as a param so that editing any of them re-runs the rule's jobs."""
+    return code_digest(Path(workflow.basedir) / "workflow" / "scripts" / f"{script}.py")
 
 
 def alternatives(names):

@@ -2,7 +2,7 @@ rule fetch_raw:
     output:
         "results/raw/{path}",
     params:
-        code=code_version("fetch"),
+        code=code_version("fetch_raw"),
         entry=lambda wildcards: MANIFEST[wildcards.path],
         mirror=MIRROR,
     log:
@@ -26,7 +26,7 @@ for _name in COLLECTIONS:
         output:
             **converted_outputs(_name),
         params:
-            code=code_version("collections"),
+            code=code_version("convert_collection"),
             collection=_name,
             reader=COLLECTIONS[_name]["reader"],
         log:

@@ -5,7 +5,7 @@ rule evaluate_run:
     output:
         paths.evaluation("{collection}", "{topics}", "{system}", "{qrels}"),
     params:
-        code=code_version("evaluate", "runs"),
+        code=code_version("evaluate_run"),
         measures=lambda w: measures_for(w.collection, w.system, w.qrels),
     log:
         "results/logs/eval/{collection}/{topics}/{system}.{qrels}.log",

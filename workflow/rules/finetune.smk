@@ -14,7 +14,7 @@ rule triplets:
         triplets=f"{paths.RESULTS}/models/triplets.jsonl",
         counts=f"{paths.RESULTS}/models/triplets.counts.json",
     params:
-        code=code_version("triplets", "dense"),
+        code=code_version("triplets"),
         collections=TRIPLET_COLLECTIONS,
         settings=MATH.get("triplets", {}),
         passage_fields=MATH.get("doc_fields", ["text"]),
@@ -34,7 +34,7 @@ rule finetune:
         model=directory(paths.model("{encoder}", "{backbone}")),
         facts=f"{paths.model('{encoder}', '{backbone}')}.json",
     params:
-        code=lambda w: code_version(w.encoder, "models", "triplets"),
+        code=code_version("finetune"),
         source=backbone_source,
         settings=lambda w: MATH[w.encoder],
         device=MATH.get("device", "cpu"),

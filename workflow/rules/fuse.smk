@@ -7,7 +7,7 @@ rule fuse_runs:
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
     params:
-        code=code_version("fusion", "runs"),
+        code=code_version("fuse_runs"),
         method=lambda w: FUSIONS[w.collection][w.topics][w.system]["method"],
         params=lambda w: FUSIONS[w.collection][w.topics][w.system].get("params", {}),
         depth=RUN_DEPTH,
@@ -34,7 +34,7 @@ rule crossvalidate:
         report=crossval_report("{crossval}"),
         folds=f"{paths.RESULTS}/crossval/{{crossval}}.folds.tsv",
     params:
-        code=code_version("crossval", "fusion", "evaluate", "runs"),
+        code=code_version("crossvalidate"),
         entry=lambda w: CROSSVAL[w.crossval],
         depth=RUN_DEPTH,
     log:
@@ -54,7 +54,7 @@ rule sweep:
         report=sweep_report("{sweep}", "{collection}", "{topics}"),
         run=f"{paths.RESULTS}/runs/{{collection}}/{{topics}}/{{sweep}}-best.trec",
     params:
-        code=code_version("sweeps", "fusion", "evaluate", "runs"),
+        code=code_version("sweep"),
         entry=lambda w: SWEEPS[w.sweep],
         depth=RUN_DEPTH,
     log:

@@ -5,7 +5,7 @@ rule bm25_index:
         index=directory(paths.index("{collection}", "bm25-{layout}")),
         stats=paths.index_stats("{collection}", "bm25-{layout}"),
     params:
-        code=code_version("index", "lucene"),
+        code=code_version("bm25_index"),
         layout="{layout}",
         text_fields=lambda w: BM25["experiments"][w.collection].get("text_fields", ["text"]),
     threads: BM25.get("index_threads", 1)
@@ -27,7 +27,7 @@ rule encoder_index:
         index=directory(paths.index("{collection}", "{encoder}-{backbone}")),
         stats=paths.index_stats("{collection}", "{encoder}-{backbone}"),
     params:
-        code=lambda w: code_version(w.encoder, "models"),
+        code=code_version("encoder_index"),
         settings=lambda w: MATH[w.encoder],
         doc_fields=MATH.get("doc_fields", ["text"]),
         threads=MATH.get("threads"),

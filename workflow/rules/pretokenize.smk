@@ -10,7 +10,7 @@ for _name in MATH.get("pretokenize", {}):
             stats=f"{paths.RESULTS}/pretok/{_name}/stats.json",
             tokens=f"{paths.RESULTS}/pretok/{_name}/math_tokens.tsv",
         params:
-            code=code_version("pretok"),
+            code=code_version("pretokenize"),
             fields=MATH["pretokenize"][_name].get("fields", []),
             formula_fields=MATH["pretokenize"][_name].get("formula_fields", []),
         log:

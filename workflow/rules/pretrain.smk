@@ -4,7 +4,7 @@ rule math_vocabulary:
     output:
         f"{paths.RESULTS}/models/math_vocabulary.tsv",
     params:
-        code=code_version("pretok", "models"),
+        code=code_version("math_vocabulary"),
         min_count=MATH.get("vocabulary", {}).get("min_count", 1),
     log:
         "results/logs/models/math_vocabulary.log",
@@ -24,7 +24,7 @@ rule pretrain:
         figure_png="results/figures/pretraining-{backbone}.png",
         figure_svg="results/figures/pretraining-{backbone}.svg",
     params:
-        code=code_version("pretrain", "models", "figures"),
+        code=code_version("pretrain"),
         model=lambda w: MATH["backbones"][w.backbone]["model"],
         fields=list(MATH["pretraining"]["corpus"].values()),
         settings=lambda w: pretraining_settings(w.backbone),

@@ -5,7 +5,7 @@ rule bm25_search:
     output:
         run=paths.run("{collection}", "{topics}", "bm25-{layout}"),
     params:
-        code=code_version("search", "lucene"),
+        code=code_version("bm25_search"),
         layout="{layout}",
         k1=BM25["k1"],
         b=BM25["b"],
@@ -43,7 +43,7 @@ rule import_run:
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
     params:
-        code=code_version("runs"),
+        code=code_version("import_run"),
         depth=RUN_DEPTH,
         run_format=lambda w: external_run(w).get("format"),
     log:
@@ -63,7 +63,7 @@ rule retrieve:
         run=paths.run("{collection}", "{topics}", "{system}"),
         facts=f"{paths.RESULTS}/runs/{{collection}}/{{topics}}/{{system}}.facts.json",
     params:
-        code=code_version("retrieval", "sparse", "analysis", "dense", "askme", "runs"),
+        code=code_version("retrieve"),
         retriever=lambda w: RETRIEVERS[w.collection][w.system],
         depth=RUN_DEPTH,
     threads: 2
@@ -87,7 +87,7 @@ rule encoder_search:
     output:
         run=paths.run("{collection}", "{topics}", "{encoder}-{backbone}"),
     params:
-        code=lambda w: code_version(w.encoder, "models", "runs", "dense"),
+        code=code_version("encoder_search"),
         settings=lambda w: MATH[w.encoder],
         query_fields=MATH.get("query_fields", ["title", "text"]),
         hits=MATH.get("hits", RUN_DEPTH),
@@ -113,7 +113,7 @@ rule mlm_rerank:
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
     params:
-        code=code_version("rerank", "models", "runs", "dense"),
+        code=code_version("mlm_rerank"),
         reranker=lambda w: MATH_RUNS[w.system],
         doc_fields=MATH.get("doc_fields", ["text"]),
         query_fields=MATH.get("query_fields", ["title", "text"]),

@@ -6,7 +6,7 @@ rule bm25_table:
         markdown="results/tables/bm25.md",
         csv="results/tables/bm25.csv",
     params:
-        code=code_version("tables", "checks", "config"),
+        code=code_version("bm25_table"),
         experiments=BM25["experiments"],
         k1=BM25["k1"],
         b=BM25["b"],
@@ -25,7 +25,7 @@ rule check_scores:
     output:
         "results/checks/summary.tsv",
     params:
-        code=code_version("checks", "config"),
+        code=code_version("check_scores"),
     log:
         "results/logs/checks/summary.log",
     conda:
@@ -40,7 +40,7 @@ rule assert_scores:
     output:
         touch("results/checks/passed"),
     params:
-        code=code_version("checks"),
+        code=code_version("assert_scores"),
     log:
         "results/logs/checks/passed.log",
     conda:
@@ -59,7 +59,7 @@ rule paper_table:
         csv="results/tables/{table}.csv",
         per_query="results/tables/{table}.per_query.tsv",
     params:
-        code=code_version("tables", "evaluate", "stats", "runs"),
+        code=code_version("paper_table"),
         name="{table}",
         spec=lambda w: TABLES[w.table],
     log:
@@ -77,7 +77,7 @@ rule figure:
         png=f"{paths.RESULTS}/figures/{{figure}}.png",
         svg=f"{paths.RESULTS}/figures/{{figure}}.svg",
     params:
-        code=code_version("figures", "evaluate", "sparse", "runs"),
+        code=code_version("figure"),
         spec=lambda w: FIGURES[w.figure],
     log:
         "results/logs/figures/{figure}.log",

@@ -1,0 +1,83 @@
+"""The code a workflow step runs, as one digest: its adapter script and every ``hybrid_ir``
+module the script imports, transitively.
+
+Snakemake re-runs a job when its script changes but cannot see the package modules the script
+calls, so each rule passes this digest as a param. The imports are read from the source
+(``ast``), not executed: ``import``/``from ... import`` statements anywhere in a file (function
+bodies too, where heavy modules are imported lazily), the packages that contain each module,
+and module names written as strings (the collection readers are imported by name).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from pathlib import Path
+
+PACKAGE = "hybrid_ir"
+PACKAGE_DIR = Path(__file__).resolve().parent
+_MODULE_NAME = re.compile(rf"{PACKAGE}(\.\w+)*")
+
+
+def module_file(name: str) -> Path | None:
+    """The source file of a ``hybrid_ir`` module or package, or None if there is none."""
+    parts = name.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    base = PACKAGE_DIR.joinpath(*parts[1:])
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _with_packages(name: str) -> set[str]:
+    parts = name.split(".")
+    return {".".join(parts[:end]) for end in range(1, len(parts) + 1)}
+
+
+def direct_imports(path: Path) -> set[str]:
+    """The ``hybrid_ir`` modules (and their packages) one source file imports."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            # ``from hybrid_ir import paths`` imports a module; ``from x import function`` not.
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if _MODULE_NAME.fullmatch(node.value):
+                names.add(node.value)
+    found: set[str] = set()
+    for name in names:
+        if module_file(name) is not None:
+            found |= {part for part in _with_packages(name) if module_file(part) is not None}
+    return found
+
+
+def imported_modules(script: str | Path) -> list[str]:
+    """Every ``hybrid_ir`` module ``script`` imports, directly or through other modules."""
+    seen: set[str] = set()
+    pending = sorted(direct_imports(Path(script)))
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        file = module_file(name)
+        assert file is not None  # direct_imports keeps only names with a source file
+        pending.extend(direct_imports(file) - seen)
+    return sorted(seen)
+
+
+def code_digest(script: str | Path) -> str:
+    """16 hex digits of sha256 over the script and the modules it imports, in name order."""
+    digest = hashlib.sha256(Path(script).read_bytes())
+    for name in imported_modules(script):
+        file = module_file(name)
+        assert file is not None
+        digest.update(name.encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()[:16]

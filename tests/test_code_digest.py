@@ -1,0 +1,85 @@
+"""Code digests: each rule's digest covers its script and every package module the script
+imports, transitively, so that editing any of them re-runs the rule's jobs."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hybrid_ir import code_digest
+from hybrid_ir.code_digest import PACKAGE_DIR, imported_modules
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted((REPO / "workflow" / "scripts").glob("*.py"))
+
+
+def rule_blocks() -> list[tuple[str, str]]:
+    """(rule file, rule text) of every rule in the workflow's rule files."""
+    blocks = []
+    for path in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+        for block in re.split(r"(?m)^(?=\s*rule\b)", path.read_text()):
+            if re.match(r"\s*rule\b", block):
+                blocks.append((path.name, block))
+    return blocks
+
+
+def test_every_rule_digests_its_own_script():
+    checked = 0
+    for rule_file, block in rule_blocks():
+        script = re.search(r'script:\s*\n\s*"\.\./scripts/(\w+)\.py"', block)
+        if script is None:
+            continue
+        versions = re.findall(r"code=code_version\(\"(\w+)\"\)", block)
+        assert versions == [script.group(1)], f"{rule_file}: {block.splitlines()[0]}"
+        checked += 1
+    assert checked == len(SCRIPTS) >= 20  # every adapter script is some rule's
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name)
+def test_digest_covers_every_module_the_script_loads(script):
+    """What importing the script's package imports really loads is within the digest."""
+    tree = ast.parse(script.read_text())
+    imports = [
+        ast.unparse(node)
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("hybrid_ir")
+    ]
+    probe = "\n".join([*imports, "import json, sys", "print(json.dumps(sorted(sys.modules)))"])
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    loaded = {name for name in json.loads(result.stdout) if name.startswith("hybrid_ir")}
+    assert loaded and loaded <= set(imported_modules(script))
+
+
+def test_a_planted_import_deep_in_the_package_enters_the_digest(tmp_path, monkeypatch):
+    package = tmp_path / "hybrid_ir"
+    shutil.copytree(PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(code_digest, "PACKAGE_DIR", package)
+    script = tmp_path / "import_run.py"
+    script.write_text("from hybrid_ir.runs import read_run\n")
+    before = imported_modules(script)
+    assert "hybrid_ir.runs" in before and "hybrid_ir.stats" not in before
+    digest = code_digest.code_digest(script)
+    # A lazy import inside a function of a module the script imports...
+    runs = package / "runs.py"
+    runs.write_text(runs.read_text() + "\n\ndef _p_values():\n    from hybrid_ir import stats\n")
+    assert "hybrid_ir.stats" in imported_modules(script)
+    planted = code_digest.code_digest(script)
+    assert planted != digest
+    # ...and an edit of the module it reaches re-runs the script's jobs.
+    stats = package / "stats.py"
+    stats.write_text(stats.read_text() + "\n# edited\n")
+    assert code_digest.code_digest(script) != planted
+
+
+def test_modules_named_as_strings_are_imports(tmp_path):
+    script = tmp_path / "convert.py"
+    script.write_text("from hybrid_ir.collections import convert\n")
+    assert "hybrid_ir.collections.arqmath" in imported_modules(script)  # imported by name
