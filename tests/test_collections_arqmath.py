@@ -312,8 +312,9 @@ def test_posts_xml_and_html_render_the_same_body_alike() -> None:
     span = '<p>Let <span class="math-container" id="5">$$a &lt; b$$</span>  now</p>'
     mathml = f"<p>Let {_formula('5', 'a &lt; b')}  now</p>"
     expected = ("Let $a < b$ now", [{"id": "5", "latex": "a < b"}])
-    assert (render_html(span).text, render_html(span).formulas) == expected
-    assert (render_html(mathml).text, render_html(mathml).formulas) == expected
+    for fragment in (span, mathml):
+        rendered = render_html(fragment, "post.html", "answer 5")
+        assert (rendered.text, rendered.formulas) == expected
 
 
 def test_topics_xml(tmp_path: Path) -> None:

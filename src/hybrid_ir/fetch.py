@@ -103,6 +103,8 @@ def load_manifest(path: str | Path) -> dict[str, ManifestEntry]:
             raise InputFormatError(path, reader.line_num, f"unreadable row: {error}") from None
         except UnicodeDecodeError:
             raise InputFormatError(path, None, "not UTF-8 text") from None
+    if not entries:
+        raise InputFormatError(path, None, "no rows after the header")
     return entries
 
 

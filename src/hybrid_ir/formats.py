@@ -80,6 +80,12 @@ def make_readable(path: str | Path) -> None:
 GZIP_MAGIC = b"\x1f\x8b"
 ASCII_WHITESPACE = " \t\n\r\x0b\x0c"
 _ASCII_FIELDS = re.compile(f"[{re.escape(ASCII_WHITESPACE)}]+")
+# Numbers as trec_eval reads them: ASCII digits only (Python's int() and float() would also take
+# "1_0", Arabic-Indic digits and surrounding Unicode spaces).
+ASCII_INTEGER = re.compile(r"[+-]?[0-9]+")
+ASCII_NUMBER = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|nan|inf|infinity)", re.IGNORECASE
+)
 MAX_RELEVANCE = 1000
 _relevance_limit: contextvars.ContextVar[int] = contextvars.ContextVar(
     "relevance_limit", default=MAX_RELEVANCE
@@ -156,16 +162,20 @@ class CheckedText:
 def _first_undecodable_line(path: Path) -> tuple[int | None, str]:
     """Where a file stops being UTF-8; read again line by line, as the error is rare."""
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as raw:
-        for line_number, line in enumerate(raw, start=1):
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as error:
-                byte = line[error.start : error.start + 1]
-                return line_number, (
-                    f"not UTF-8 text (byte 0x{byte.hex()} at column {error.start + 1}); "
-                    "convert it to UTF-8 first (e.g. iconv -f latin1 -t utf-8)"
-                )
+    line_number = 0
+    try:
+        with opener(path, "rb") as raw:
+            for line_number, line in enumerate(raw, start=1):
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    byte = line[error.start : error.start + 1]
+                    return line_number, (
+                        f"not UTF-8 text (byte 0x{byte.hex()} at column {error.start + 1}); "
+                        "convert it to UTF-8 first (e.g. iconv -f latin1 -t utf-8)"
+                    )
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        return line_number + 1, f"truncated or corrupt gzip data ({error})"
     return None, "not UTF-8 text"
 
 
@@ -210,6 +220,9 @@ def json_lines(handle: IO[str], name: str | Path) -> Iterator[tuple[int, dict]]:
             value = json.loads(line)
         except json.JSONDecodeError as error:
             raise InputFormatError(name, line_number, f"invalid JSON: {error.msg}") from None
+        except (ValueError, RecursionError) as error:  # a 5,000-digit number, deep nesting
+            problem = f"invalid JSON: {quoted(str(error) or type(error).__name__)}"
+            raise InputFormatError(name, line_number, problem) from None
         if not isinstance(value, dict):
             raise InputFormatError(name, line_number, "expected a JSON object")
         yield line_number, value
@@ -283,23 +296,18 @@ def parse_relevance(value: str, path: str | Path, line_number: int) -> int:
 
 
 def _integral(value: str) -> int | None:
-    try:
-        return int(value)
-    except ValueError:
-        pass
-    try:
-        number = float(value)
-    except ValueError:
+    if ASCII_INTEGER.fullmatch(value):
+        # Python refuses to convert over 4,300 digits; 19 already exceed any relevance limit.
+        digits = value.lstrip("+-")
+        return int(value) if len(digits) <= 18 else (-1 if value[0] == "-" else 1) * 10**18
+    if not ASCII_NUMBER.fullmatch(value):
         return None
+    number = float(value)
     return int(number) if number.is_integer() else None  # NaN and ±inf are not integers
 
 
 def _is_number(value: str) -> bool:
-    try:
-        float(value)
-    except ValueError:
-        return False
-    return True
+    return ASCII_NUMBER.fullmatch(value) is not None
 
 
 def qrels_lines(path: str | Path) -> Iterator[tuple[int, str, str, str]]:

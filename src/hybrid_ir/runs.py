@@ -18,7 +18,15 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from hybrid_ir.errors import ConfigError, HybridIRError, InputFormatError, quoted
-from hybrid_ir.formats import ASCII_WHITESPACE, RunEntry, atomic_output, open_text, split_fields
+from hybrid_ir.formats import (
+    ASCII_INTEGER,
+    ASCII_NUMBER,
+    ASCII_WHITESPACE,
+    RunEntry,
+    atomic_output,
+    open_text,
+    split_fields,
+)
 
 Run = dict[str, dict[str, float]]
 
@@ -86,16 +94,11 @@ def _parse_line(
         topic, doc, rank, score, _ = fields
     if not all(fields[:-1]):
         raise InputFormatError(path, line_number, "an empty field")
-    try:
-        int(rank)
-    except ValueError:
-        problem = f"rank {quoted(rank)} is not an integer"
-        raise InputFormatError(path, line_number, problem) from None
-    try:
-        value = float(score)
-    except ValueError:
-        problem = f"score {quoted(score)} is not a number"
-        raise InputFormatError(path, line_number, problem) from None
+    if not ASCII_INTEGER.fullmatch(rank):
+        raise InputFormatError(path, line_number, f"rank {quoted(rank)} is not an integer")
+    if not ASCII_NUMBER.fullmatch(score):
+        raise InputFormatError(path, line_number, f"score {quoted(score)} is not a number")
+    value = float(score)
     if not math.isfinite(value):
         raise InputFormatError(path, line_number, f"score {quoted(score)} is not a finite number")
     return topic, doc, value
@@ -114,15 +117,17 @@ def read_run(
         raise ConfigError(f"unknown run format {run_format!r}; choose {', '.join(RUN_FORMATS)}")
     keep = set(topics) if topics is not None else None
     run: Run = {}
+    lines = 0
     with open_text(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip(ASCII_WHITESPACE):
                 continue
+            lines += 1
             run_format = run_format or detect_format(line, path, line_number)
             topic, doc, score = _parse_line(line, run_format, path, line_number)
             if keep is None or topic in keep:
                 add_entry(run, topic, doc, score)
-    if run_format is None:
+    if not lines:
         raise InputFormatError(path, None, "no run lines: the file is empty")
     return run
 

@@ -29,6 +29,7 @@ Low/Medium/High and Calculation).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import logging
@@ -41,7 +42,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from hybrid_ir.collections import Collection, SourceRoles, reader
-from hybrid_ir.errors import ConfigError, InputFormatError
+from hybrid_ir.errors import ConfigError, InputFormatError, quoted
 from hybrid_ir.formats import Judgment, archive_errors, open_text, read_qrels
 
 logger = logging.getLogger(__name__)
@@ -206,13 +207,24 @@ class _FragmentParser(HTMLParser):
             self.builder.data(data)
 
 
-def render_html(fragment: str) -> Rendered:
-    """Render an HTML fragment (a post body or title) as text with ``$latex$`` formulas."""
+def render_html(fragment: str, where: str | Path, label: str) -> Rendered:
+    """Render an HTML fragment (a post body or title) as text with ``$latex$`` formulas;
+    markup the standard parser gives up on is an error naming ``where`` and ``label``."""
     builder = _MathTextBuilder()
     parser = _FragmentParser(builder)
-    parser.feed(fragment)
-    parser.close()
+    with _html_errors(where, label):
+        parser.feed(fragment)
+        parser.close()
     return builder.result()
+
+
+@contextlib.contextmanager
+def _html_errors(where: str | Path, label: str) -> Iterator[None]:
+    try:
+        yield
+    except (AssertionError, ValueError) as error:  # html.parser asserts on malformed sections
+        problem = f"{label}: malformed HTML ({quoted(str(error))})"
+        raise InputFormatError(where, None, problem) from None
 
 
 # --------------------------------------------------------------------------- documents
@@ -292,8 +304,9 @@ def parse_thread(page: str, where: str) -> dict:
     because the newlines inside the MathML are kept.
     """
     parser = _ThreadParser()
-    parser.feed(_MATHML.sub(_keep_math_tag, page))
-    parser.close()
+    with _html_errors(where, "thread page"):
+        parser.feed(_MATHML.sub(_keep_math_tag, page))
+        parser.close()
     end_line = parser.getpos()[0]
     for region in _REQUIRED_REGIONS:
         if region not in parser.regions:
@@ -389,6 +402,8 @@ def _iter_rows(path: Path) -> Iterator[dict[str, str]]:
                     root.clear()  # drop the rows already read
         except ET.ParseError as error:
             raise InputFormatError(path, error.position[0], f"malformed XML: {error}") from None
+        except LookupError as error:
+            raise InputFormatError(path, 1, f"malformed XML: {error}") from None
 
 
 def read_posts_answers(path: Path, stats: PostsStats | None = None) -> Iterator[dict]:
@@ -407,7 +422,7 @@ def read_posts_answers(path: Path, stats: PostsStats | None = None) -> Iterator[
         if not post_id or not post_type:
             raise InputFormatError(path, None, f"row {number} lacks Id or PostTypeId")
         if post_type == _QUESTION:
-            questions[post_id] = _read_question(row)
+            questions[post_id] = _read_question(path, row)
         elif post_type == _ANSWER:
             stats.answers += 1
             yield _post_doc(path, row, questions, stats)
@@ -420,10 +435,11 @@ def read_posts_answers(path: Path, stats: PostsStats | None = None) -> Iterator[
         )
 
 
-def _read_question(row: Mapping[str, str]) -> _Question:
+def _read_question(path: Path, row: Mapping[str, str]) -> _Question:
+    label = f"question {row.get('Id')}"
     return _Question(
-        title=render_html(row.get("Title", "")),
-        body=render_html(row.get("Body", "")),
+        title=render_html(row.get("Title", ""), path, label),
+        body=render_html(row.get("Body", ""), path, label),
         tags=_split_tags(row.get("Tags", "")),
         accepted_answer_id=row.get("AcceptedAnswerId"),
     )
@@ -441,7 +457,7 @@ def _post_doc(
         question = _Question(_EMPTY, _EMPTY, [], None)
     doc = _answer_doc(
         answer_id,
-        render_html(row.get("Body", "")),
+        render_html(row.get("Body", ""), path, f"answer {answer_id}"),
         question_id,
         question.title,
         question.body,
@@ -471,6 +487,8 @@ def parse_xml(path: Path) -> ET.Element:
             return ET.parse(handle).getroot()
         except ET.ParseError as error:
             raise InputFormatError(path, error.position[0], f"malformed XML: {error}") from None
+        except LookupError as error:  # an encoding declaration Python does not know
+            raise InputFormatError(path, 1, f"malformed XML: {error}") from None
 
 
 def read_topics(path: Path) -> list[dict]:
@@ -480,8 +498,8 @@ def read_topics(path: Path) -> list[dict]:
         topic_id = element.get("number")
         if not topic_id:
             raise InputFormatError(path, None, f"<Topic> number {number} has no number attribute")
-        title = render_html(element.findtext("Title", ""))
-        question = render_html(element.findtext("Question", ""))
+        title = render_html(element.findtext("Title", ""), path, f"topic {topic_id}")
+        question = render_html(element.findtext("Question", ""), path, f"topic {topic_id}")
         tags = element.findtext("Tags", "")
         topics.append(
             {
@@ -492,6 +510,8 @@ def read_topics(path: Path) -> list[dict]:
                 "formulas": title.formulas + question.formulas,
             }
         )
+    if not topics:
+        raise InputFormatError(path, None, "no <Topic> elements")
     return topics
 
 

@@ -96,7 +96,10 @@ def _without_namespace(element: ET.Element) -> ET.Element:
 def read_topics(path: Path) -> list[dict]:
     """The Wiki-Formula topics XML, one topic per ``<topic>``, in file order."""
     elements = _descendants(parse_xml(path), "topic")
-    return [_topic(element, number, path) for number, element in enumerate(elements, start=1)]
+    topics = [_topic(element, number, path) for number, element in enumerate(elements, start=1)]
+    if not topics:
+        raise InputFormatError(path, None, "no <topic> elements")
+    return topics
 
 
 def _union(splits: Mapping[str, list[Judgment]], paths: Mapping[str, Path]) -> list[Judgment]:
