@@ -474,7 +474,7 @@ def _score(path: Path, answer_id: str, value: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise InputFormatError(path, None, f"answer {answer_id}: Score {value!r}") from None
+        raise InputFormatError(path, None, f"answer {answer_id}: Score {quoted(value)}") from None
 
 
 # --------------------------------------------------------------------------- topics and labels

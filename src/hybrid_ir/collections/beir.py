@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO
 
 from hybrid_ir.collections import Collection, SourceRoles, reader
-from hybrid_ir.errors import ConfigError, InputFormatError
+from hybrid_ir.errors import ConfigError, InputFormatError, quoted
 from hybrid_ir.formats import (
     ASCII_WHITESPACE,
     REQUIRED_KEYS,
@@ -75,7 +75,7 @@ def _read_queries(source: Source) -> dict[str, str]:
     for number, value in _json_objects(source):
         query_id = _string(value, "_id", source, number)
         if query_id in queries:
-            raise InputFormatError(str(source), number, f"duplicate query id {query_id!r}")
+            raise InputFormatError(str(source), number, f"duplicate query id {quoted(query_id)}")
         queries[query_id] = _string(value, "text", source, number)
     return queries
 
@@ -124,7 +124,7 @@ def _split_sets(
             raise InputFormatError(
                 str(source),
                 None,
-                f"{len(unknown)} query id(s) not in {queries_source}, e.g. {unknown[0]!r}",
+                f"{len(unknown)} query id(s) not in {queries_source}, e.g. {quoted(unknown[0])}",
             )
         topics[split] = [
             {"id": query_id, "title": "", "text": text}
@@ -167,9 +167,8 @@ def _sentences(array: str, source: Source, number: int) -> list[str]:
         if token.type == tokenize.STRING:
             sentences.append(ast.literal_eval(token.string))
         elif token.type not in _ARRAY_LAYOUT and token.string not in _ARRAY_PUNCTUATION:
-            raise InputFormatError(
-                str(source), number, f"abstract is not a list of strings: found {token.string!r}"
-            )
+            problem = f"abstract is not a list of strings: found {quoted(token.string)}"
+            raise InputFormatError(str(source), number, problem)
     return sentences
 
 

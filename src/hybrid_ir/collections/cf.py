@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hybrid_ir.collections import Collection, SourceRoles, reader
-from hybrid_ir.errors import ConfigError, InputFormatError
+from hybrid_ir.errors import ConfigError, InputFormatError, quoted
 from hybrid_ir.formats import Judgment
 
 DOC_ROLES = ("cf74", "cf75", "cf76", "cf77", "cf78", "cf79")
@@ -101,7 +101,7 @@ def _fields(path: Path, codes: frozenset[str]) -> Iterator[_Field]:
         start = _FIELD_START.match(line)
         if start:
             if start[1] not in codes:
-                raise InputFormatError(path, number, f"unknown field code {start[1]!r}")
+                raise InputFormatError(path, number, f"unknown field code {quoted(start[1])}")
             if field:
                 yield field
             field = _Field(start[1], [(number, line[3:].strip())])
@@ -134,7 +134,8 @@ def _required(record: _Record, code: str, path: Path) -> _Field:
 
 def _integer(field: _Field, path: Path) -> int:
     if not _NUMBER.fullmatch(field.text):
-        raise InputFormatError(path, field.line, f"{field.code} {field.text!r} is not a number")
+        problem = f"{field.code} {quoted(field.text)} is not a number"
+        raise InputFormatError(path, field.line, problem)
     return int(field.text)
 
 
@@ -187,10 +188,11 @@ def _relevance_pairs(field: _Field, path: Path) -> list[tuple[str, tuple[int, ..
     pairs = []
     for (doc_line, doc), (code_line, code) in zip(tokens[::2], tokens[1::2], strict=True):
         if not _NUMBER.fullmatch(doc):
-            raise InputFormatError(path, doc_line, f"RD document number {doc!r} is not a number")
+            problem = f"RD document number {quoted(doc)} is not a number"
+            raise InputFormatError(path, doc_line, problem)
         if not _SCORE_CODE.fullmatch(code):
             raise InputFormatError(
-                path, code_line, f"RD score code {code!r} is not four digits 0, 1 or 2"
+                path, code_line, f"RD score code {quoted(code)} is not four digits 0, 1 or 2"
             )
         pairs.append((str(int(doc)), tuple(int(digit) for digit in code)))
     return pairs
