@@ -24,8 +24,6 @@ Usage: python benchmarks/crossval_vs_pya0.py (about a minute on 2 cores).
 from __future__ import annotations
 
 import contextlib
-import importlib
-import importlib.util
 import io
 import logging
 import re
@@ -40,6 +38,7 @@ import pytrec_eval
 
 from hybrid_ir.crossval import ALPHAS, PAPER_SEED, crossvalidate_linear
 from hybrid_ir.evaluate import load_qrels
+from hybrid_ir.pya0_modules import load_crossvalidate
 from hybrid_ir.runs import read_run, write_run
 
 TOPICS = 100
@@ -50,37 +49,6 @@ K_FOLDS = 5
 METRIC = "nDCG@10"
 TREC_EVAL_METRIC = "ndcg_cut_10"
 TARGET_SPEEDUP = 10.0
-
-
-def load_pya0() -> tuple[types.ModuleType, types.ModuleType]:
-    """pya0's ``crossvalidate`` and ``mergerun`` modules, never modifying site-packages.
-
-    ``crossvalidate`` imports ``fire`` (a CLI dependency that is not installed: stubbed while
-    importing) and ``mergerun`` as a top-level module, which works once pya0's folder is on
-    ``sys.path`` (pya0's ``__init__`` puts it there; if the package cannot be imported, the file
-    is loaded with the folder on ``sys.path`` for the duration).
-    """
-    stub = importlib.util.find_spec("fire") is None and "fire" not in sys.modules
-    if stub:
-        sys.modules["fire"] = types.ModuleType("fire")
-    try:
-        try:
-            crossvalidate = importlib.import_module("pya0.crossvalidate")
-        except (ImportError, OSError):
-            folder = str(Path(importlib.util.find_spec("pya0").origin).parent)
-            sys.path.insert(0, folder)
-            try:
-                spec = importlib.util.spec_from_file_location(
-                    "pya0_crossvalidate", Path(folder, "crossvalidate.py")
-                )
-                crossvalidate = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(crossvalidate)
-            finally:
-                sys.path.remove(folder)
-    finally:
-        if stub:
-            del sys.modules["fire"]
-    return crossvalidate, sys.modules["mergerun"]
 
 
 def generate(folder: Path) -> tuple[Path, Path, Path]:
@@ -195,7 +163,7 @@ def pya0_fold_choices(crossvalidate, lines: list[str], folder: Path) -> list[tup
 def main() -> int:
     # Two judged topics are never retrieved on purpose; evaluate() warns about each fused run.
     logging.getLogger("hybrid_ir.evaluate").setLevel(logging.ERROR)
-    crossvalidate, mergerun = load_pya0()
+    crossvalidate, mergerun = load_crossvalidate()
     with tempfile.TemporaryDirectory(prefix="crossval-vs-pya0-") as tmp:
         folder = Path(tmp)
         paths = generate(folder)

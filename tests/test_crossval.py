@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib
-import importlib.util
 import io
 import re
-import sys
 import types
 from pathlib import Path
 
@@ -29,8 +26,10 @@ from hybrid_ir.crossval import (
     grid_search,
     tune,
 )
+from hybrid_ir.errors import HybridIRError
 from hybrid_ir.evaluate import evaluate
 from hybrid_ir.fusion import linear
+from hybrid_ir.pya0_modules import load_crossvalidate
 
 HAND_FOLDS = [["t1", "t2"], ["t3", "t4"], ["t5", "t6"]]
 HAND_SCORES = {
@@ -39,43 +38,12 @@ HAND_SCORES = {
 }
 
 
-def _pya0_crossvalidate() -> types.ModuleType:
-    """pya0's ``crossvalidate`` module, never modifying site-packages.
-
-    It imports ``fire`` (a CLI dependency that is not installed: stubbed while importing) and
-    its sibling ``mergerun`` as a top-level module (pya0's ``__init__`` puts its own folder on
-    ``sys.path``; if the package cannot be imported, the file is loaded with that folder on
-    ``sys.path`` for the duration).
-    """
-    stub = importlib.util.find_spec("fire") is None and "fire" not in sys.modules
-    if stub:
-        sys.modules["fire"] = types.ModuleType("fire")
-    try:
-        try:
-            return importlib.import_module("pya0.crossvalidate")
-        except (ImportError, OSError):
-            spec = importlib.util.find_spec("pya0")
-            if spec is None or spec.origin is None:
-                pytest.skip("pya0 is not installed")
-            folder = str(Path(spec.origin).parent)
-            sys.path.insert(0, folder)
-            try:
-                file_spec = importlib.util.spec_from_file_location(
-                    "pya0_crossvalidate", Path(folder, "crossvalidate.py")
-                )
-                module = importlib.util.module_from_spec(file_spec)
-                file_spec.loader.exec_module(module)
-                return module
-            finally:
-                sys.path.remove(folder)
-    finally:
-        if stub:
-            del sys.modules["fire"]
-
-
 @pytest.fixture(scope="module")
 def pya0_cv() -> types.ModuleType:
-    return _pya0_crossvalidate()
+    try:
+        return load_crossvalidate()[0]
+    except HybridIRError as error:
+        pytest.skip(str(error))
 
 
 # --- the core on a hand-made table -------------------------------------------------------------

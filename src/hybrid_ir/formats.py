@@ -3,7 +3,7 @@
 * corpus: JSON Lines, one document per line, keys ``id``, ``title``, ``text`` plus optional fields;
 * topics: JSON Lines, one topic per line, keys ``id``, ``title``, ``text`` plus optional fields;
 * qrels: TREC format ``qid 0 docid relevance`` with integer relevance;
-* runs: TREC format ``qid Q0 docid rank score tag``.
+* runs: TREC format ``qid Q0 docid rank score tag`` (read and written by :mod:`hybrid_ir.runs`).
 
 Every writer goes through :func:`atomic_output`, so an interrupted or failed step never leaves a
 half-written file under the final name.
@@ -345,17 +345,6 @@ class RunEntry:
     rank: int
     score: float
     tag: str
-
-
-def write_run(path: str | Path, entries: Iterable[RunEntry]) -> int:
-    count = 0
-    with atomic_output(path) as out:
-        for entry in entries:
-            out.write(
-                f"{entry.query_id} Q0 {entry.doc_id} {entry.rank} {entry.score:.6f} {entry.tag}\n"
-            )
-            count += 1
-    return count
 
 
 def write_table(path: str | Path, rows: list[dict]) -> int:

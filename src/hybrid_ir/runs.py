@@ -167,11 +167,16 @@ def write_run(
     run: Run, path: str | Path, tag: str, k: int | None = None, style: str = "trec"
 ) -> int:
     """Write a run in canonical order, each topic cut at ``k``; return the line count."""
+    return write_entries(path, entries(run, tag, k), style)
+
+
+def write_entries(path: str | Path, run_entries: Iterable[RunEntry], style: str = "trec") -> int:
+    """Write run lines as given (a searcher's own ranking); return the line count."""
     if style not in LINE_FORMATS:
         raise ValueError(f"unknown run file style {style!r}; choose {', '.join(LINE_FORMATS)}")
     count = 0
     with atomic_output(path) as out:
-        for entry in entries(run, tag, k):
+        for entry in run_entries:
             if not math.isfinite(entry.score):  # a model that diverged: never a run file
                 raise HybridIRError(
                     f"{path}: topic {entry.query_id}, document {entry.doc_id}: score "

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from hybrid_ir.formats import RunEntry, read_records, write_run
+from hybrid_ir.formats import RunEntry, read_records
 from hybrid_ir.lucene import pyserini_modules
+from hybrid_ir.runs import write_entries
 
 # Pyserini's multifield BEIR regressions weigh both fields equally.
 MULTIFIELD_WEIGHTS = {"contents": 1.0, "title": 1.0}
@@ -60,4 +61,4 @@ def bm25_search(
             progress.update(len(batch))
         progress.close()
 
-    return write_run(run_path, entries())
+    return write_entries(run_path, entries())
