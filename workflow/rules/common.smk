@@ -58,7 +58,10 @@ def code_version(script):
 
 def alternatives(names):
     """A wildcard constraint matching exactly the given names."""
-    return "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True)) or "(?!)"
+    return (
+        "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+        or "(?!)"
+    )
 
 
 def raw_file(path, where):
@@ -87,7 +90,9 @@ def converted_outputs(name):
         outputs["corpus"] = paths.corpus(name)
     outputs |= {f"topics_{s}": paths.topics(name, s) for s in collection["topics"]}
     outputs |= {f"qrels_{s}": paths.qrels(name, s) for s in collection["qrels"]}
-    outputs |= {f"table_{s}": paths.table(name, s) for s in collection.get("tables", [])}
+    outputs |= {
+        f"table_{s}": paths.table(name, s) for s in collection.get("tables", [])
+    }
     return outputs
 
 
@@ -102,7 +107,13 @@ def bm25_evaluations(name):
 
 def expected_artifacts():
     """The evaluation and index-statistics files the expected-score checks read."""
-    return sorted({check.source for document in EXPECTED for check in checks_from_expected(document)})
+    return sorted(
+        {
+            check.source
+            for document in EXPECTED
+            for check in checks_from_expected(document)
+        }
+    )
 
 
 def measures_for(collection, system, qrels):
@@ -119,7 +130,12 @@ def measures_for(collection, system, qrels):
 
 def names_in(origin):
     """Run names of a ``collection -> topics -> name`` config section."""
-    return {name for by_topics in origin.values() for runs in by_topics.values() for name in runs}
+    return {
+        name
+        for by_topics in origin.values()
+        for runs in by_topics.values()
+        for name in runs
+    }
 
 
 def external_run(wildcards):
@@ -143,7 +159,10 @@ def retriever_inputs(wildcards):
     """Corpus and topics of a retriever's run, its base run and its tuning split if any."""
     collection, topics = wildcards.collection, wildcards.topics
     retriever = RETRIEVERS[collection][wildcards.system]
-    inputs = {"corpus": paths.corpus(collection), "topics": paths.topics(collection, topics)}
+    inputs = {
+        "corpus": paths.corpus(collection),
+        "topics": paths.topics(collection, topics),
+    }
     if "base" in retriever:
         inputs["base"] = run_path(collection, topics, retriever["base"])
     if "tune" in retriever:
@@ -168,7 +187,9 @@ def sweep_inputs(wildcards):
     }
     if "select_on" in entry:
         split = entry["select_on"]
-        inputs["select_runs"] = [run_path(collection, split["topics"], run) for run in entry["runs"]]
+        inputs["select_runs"] = [
+            run_path(collection, split["topics"], run) for run in entry["runs"]
+        ]
         inputs["select_qrels"] = paths.qrels(collection, split["qrels"])
     return inputs
 
@@ -186,7 +207,10 @@ def figure_inputs(wildcards):
 
 
 def figure_outputs(name):
-    return [f"{paths.RESULTS}/figures/{name}.png", f"{paths.RESULTS}/figures/{name}.svg"]
+    return [
+        f"{paths.RESULTS}/figures/{name}.png",
+        f"{paths.RESULTS}/figures/{name}.svg",
+    ]
 
 
 def table_sources(name):
@@ -196,7 +220,9 @@ def table_sources(name):
     for block in table["blocks"]:
         for row in block["rows"]:
             if "run" in row:
-                sources[row["label"]] = run_path(table["collection"], table["topics"], row["run"])
+                sources[row["label"]] = run_path(
+                    table["collection"], table["topics"], row["run"]
+                )
             else:
                 sources[row["label"]] = crossval_report(row["crossval"])
     for sweep in table.get("sweeps", []):
@@ -216,12 +242,18 @@ def table_outputs(name):
 def pretok_inputs(name):
     """Canonical corpus and topic files of a collection, keyed as its pre-tokenized copies."""
     converted = converted_outputs(name)
-    return {key: path for key, path in converted.items() if key == "corpus" or key.startswith("topics_")}
+    return {
+        key: path
+        for key, path in converted.items()
+        if key == "corpus" or key.startswith("topics_")
+    }
 
 
 def pretok_outputs(name):
     return {
-        key: paths.pretok(name, "corpus" if key == "corpus" else f"topics/{key[len('topics_'):]}")
+        key: paths.pretok(
+            name, "corpus" if key == "corpus" else f"topics/{key[len('topics_'):]}"
+        )
         for key in pretok_inputs(name)
     }
 
@@ -264,14 +296,18 @@ def math_targets():
     for name in MATH_RUNS:
         if MATH_RUNS[name]["kind"] in ("dpr", "colbert"):
             targets.append(paths.index_stats(MATH["collection"], name))
-        targets += [paths.run(MATH["collection"], topics, name) for topics in MATH["topics"]]
+        targets += [
+            paths.run(MATH["collection"], topics, name) for topics in MATH["topics"]
+        ]
     if "ntcir12" in MATH["pretokenize"]:
         targets += list(pretok_outputs("ntcir12").values())
     return targets
 
 
 def all_targets():
-    targets = [output for name in COLLECTIONS for output in converted_outputs(name).values()]
+    targets = [
+        output for name in COLLECTIONS for output in converted_outputs(name).values()
+    ]
     targets += [output for name in TABLES for output in table_outputs(name)]
     targets += [crossval_report(name) for name in CROSSVAL]
     targets += [sweep_report(name) for name in SWEEPS]

@@ -1,10 +1,6 @@
 rule fetch_raw:
     output:
         "results/raw/{path}",
-    params:
-        code=code_version("fetch_raw"),
-        entry=lambda wildcards: MANIFEST[wildcards.path],
-        mirror=MIRROR,
     log:
         "results/logs/fetch/{path}.log",
     wildcard_constraints:
@@ -12,6 +8,10 @@ rule fetch_raw:
     localrule: True
     conda:
         CONDA_ENV
+    params:
+        code=code_version("fetch_raw"),
+        entry=lambda wildcards: MANIFEST[wildcards.path],
+        mirror=MIRROR,
     script:
         "../scripts/fetch_raw.py"
 
@@ -25,15 +25,15 @@ for _name in COLLECTIONS:
             **sources_of(_name),
         output:
             **converted_outputs(_name),
-        params:
-            code=code_version("convert_collection"),
-            collection=_name,
-            reader=COLLECTIONS[_name]["reader"],
         log:
             f"results/logs/convert/{_name}.log",
         benchmark:
             f"results/benchmarks/convert/{_name}.tsv"
         conda:
             CONDA_ENV
+        params:
+            code=code_version("convert_collection"),
+            collection=_name,
+            reader=COLLECTIONS[_name]["reader"],
         script:
             "../scripts/convert_collection.py"

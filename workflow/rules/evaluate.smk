@@ -4,12 +4,12 @@ rule evaluate_run:
         qrels=paths.qrels("{collection}", "{qrels}"),
     output:
         paths.evaluation("{collection}", "{topics}", "{system}", "{qrels}"),
-    params:
-        code=code_version("evaluate_run"),
-        measures=lambda w: measures_for(w.collection, w.system, w.qrels),
     log:
         "results/logs/eval/{collection}/{topics}/{system}.{qrels}.log",
     conda:
         CONDA_ENV
+    params:
+        code=code_version("evaluate_run"),
+        measures=lambda w: measures_for(w.collection, w.system, w.qrels),
     script:
         "../scripts/evaluate_run.py"

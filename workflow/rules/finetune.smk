@@ -9,19 +9,22 @@ rule triplets:
             for name in sorted({MATH["collection"], *TRIPLET_COLLECTIONS})
             for s in COLLECTIONS[name]["qrels"]
         ],
-        topics=[paths.topics(MATH["collection"], s) for s in COLLECTIONS[MATH["collection"]]["topics"]],
+        topics=[
+            paths.topics(MATH["collection"], s)
+            for s in COLLECTIONS[MATH["collection"]]["topics"]
+        ],
     output:
         triplets=f"{paths.RESULTS}/models/triplets.jsonl",
         counts=f"{paths.RESULTS}/models/triplets.counts.json",
+    log:
+        "results/logs/models/triplets.log",
+    conda:
+        CONDA_ENV
     params:
         code=code_version("triplets"),
         collections=TRIPLET_COLLECTIONS,
         settings=MATH.get("triplets", {}),
         passage_fields=MATH.get("doc_fields", ["text"]),
-    log:
-        "results/logs/models/triplets.log",
-    conda:
-        CONDA_ENV
     script:
         "../scripts/triplets.py"
 
@@ -33,6 +36,13 @@ rule finetune:
     output:
         model=directory(paths.model("{encoder}", "{backbone}")),
         facts=f"{paths.model('{encoder}', '{backbone}')}.json",
+    log:
+        "results/logs/models/{encoder}-{backbone}.log",
+    benchmark:
+        "results/benchmarks/models/{encoder}-{backbone}.tsv"
+    conda:
+        CONDA_ENV
+    threads: MATH.get("threads", 1)
     params:
         code=code_version("finetune"),
         source=backbone_source,
@@ -40,12 +50,5 @@ rule finetune:
         device=MATH.get("device", "cpu"),
         threads=MATH.get("threads"),
         extensions=".cache/torch_extensions",
-    threads: MATH.get("threads", 1)
-    log:
-        "results/logs/models/{encoder}-{backbone}.log",
-    benchmark:
-        "results/benchmarks/models/{encoder}-{backbone}.tsv"
-    conda:
-        CONDA_ENV
     script:
         "../scripts/finetune.py"

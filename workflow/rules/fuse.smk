@@ -6,17 +6,17 @@ rule fuse_runs:
         ],
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
-    params:
-        code=code_version("fuse_runs"),
-        method=lambda w: FUSIONS[w.collection][w.topics][w.system]["method"],
-        params=lambda w: FUSIONS[w.collection][w.topics][w.system].get("params", {}),
-        depth=RUN_DEPTH,
     log:
         "results/logs/runs/{collection}/{topics}/{system}.fuse.log",
     wildcard_constraints:
         system=alternatives(names_in(FUSIONS)),
     conda:
         CONDA_ENV
+    params:
+        code=code_version("fuse_runs"),
+        method=lambda w: FUSIONS[w.collection][w.topics][w.system]["method"],
+        params=lambda w: FUSIONS[w.collection][w.topics][w.system].get("params", {}),
+        depth=RUN_DEPTH,
     script:
         "../scripts/fuse_runs.py"
 
@@ -24,25 +24,31 @@ rule fuse_runs:
 rule crossvalidate:
     input:
         dense=lambda w: run_path(
-            CROSSVAL[w.crossval]["collection"], CROSSVAL[w.crossval]["topics"], CROSSVAL[w.crossval]["dense"]
+            CROSSVAL[w.crossval]["collection"],
+            CROSSVAL[w.crossval]["topics"],
+            CROSSVAL[w.crossval]["dense"],
         ),
         base=lambda w: run_path(
-            CROSSVAL[w.crossval]["collection"], CROSSVAL[w.crossval]["topics"], CROSSVAL[w.crossval]["base"]
+            CROSSVAL[w.crossval]["collection"],
+            CROSSVAL[w.crossval]["topics"],
+            CROSSVAL[w.crossval]["base"],
         ),
-        qrels=lambda w: paths.qrels(CROSSVAL[w.crossval]["collection"], CROSSVAL[w.crossval]["qrels"]),
+        qrels=lambda w: paths.qrels(
+            CROSSVAL[w.crossval]["collection"], CROSSVAL[w.crossval]["qrels"]
+        ),
     output:
         report=crossval_report("{crossval}"),
         folds=f"{paths.RESULTS}/crossval/{{crossval}}.folds.tsv",
-    params:
-        code=code_version("crossvalidate"),
-        entry=lambda w: CROSSVAL[w.crossval],
-        depth=RUN_DEPTH,
     log:
         "results/logs/crossval/{crossval}.log",
     benchmark:
         "results/benchmarks/crossval/{crossval}.tsv"
     conda:
         CONDA_ENV
+    params:
+        code=code_version("crossvalidate"),
+        entry=lambda w: CROSSVAL[w.crossval],
+        depth=RUN_DEPTH,
     script:
         "../scripts/crossvalidate.py"
 
@@ -53,13 +59,13 @@ rule sweep:
     output:
         report=sweep_report("{sweep}", "{collection}", "{topics}"),
         run=f"{paths.RESULTS}/runs/{{collection}}/{{topics}}/{{sweep}}-best.trec",
-    params:
-        code=code_version("sweep"),
-        entry=lambda w: SWEEPS[w.sweep],
-        depth=RUN_DEPTH,
     log:
         "results/logs/sweeps/{collection}/{topics}/{sweep}.log",
     conda:
         CONDA_ENV
+    params:
+        code=code_version("sweep"),
+        entry=lambda w: SWEEPS[w.sweep],
+        depth=RUN_DEPTH,
     script:
         "../scripts/sweep.py"

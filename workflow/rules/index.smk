@@ -4,17 +4,19 @@ rule bm25_index:
     output:
         index=directory(paths.index("{collection}", "bm25-{layout}")),
         stats=paths.index_stats("{collection}", "bm25-{layout}"),
-    params:
-        code=code_version("bm25_index"),
-        layout="{layout}",
-        text_fields=lambda w: BM25["experiments"][w.collection].get("text_fields", ["text"]),
-    threads: BM25.get("index_threads", 1)
     log:
         "results/logs/index/{collection}/bm25-{layout}.log",
     benchmark:
         "results/benchmarks/index/{collection}/bm25-{layout}.tsv"
     conda:
         CONDA_ENV
+    threads: BM25.get("index_threads", 1)
+    params:
+        code=code_version("bm25_index"),
+        layout="{layout}",
+        text_fields=lambda w: BM25["experiments"][w.collection].get(
+            "text_fields", ["text"]
+        ),
     script:
         "../scripts/bm25_index.py"
 
@@ -26,18 +28,18 @@ rule encoder_index:
     output:
         index=directory(paths.index("{collection}", "{encoder}-{backbone}")),
         stats=paths.index_stats("{collection}", "{encoder}-{backbone}"),
-    params:
-        code=code_version("encoder_index"),
-        settings=lambda w: MATH[w.encoder],
-        doc_fields=MATH.get("doc_fields", ["text"]),
-        threads=MATH.get("threads"),
-        extensions=".cache/torch_extensions",
-    threads: MATH.get("threads", 1)
     log:
         "results/logs/index/{collection}/{encoder}-{backbone}.log",
     benchmark:
         "results/benchmarks/index/{collection}/{encoder}-{backbone}.tsv"
     conda:
         CONDA_ENV
+    threads: MATH.get("threads", 1)
+    params:
+        code=code_version("encoder_index"),
+        settings=lambda w: MATH[w.encoder],
+        doc_fields=MATH.get("doc_fields", ["text"]),
+        threads=MATH.get("threads"),
+        extensions=".cache/torch_extensions",
     script:
         "../scripts/encoder_index.py"

@@ -4,24 +4,26 @@ rule bm25_search:
         topics=paths.topics("{collection}", "{topics}"),
     output:
         run=paths.run("{collection}", "{topics}", "bm25-{layout}"),
-    params:
-        code=code_version("bm25_search"),
-        layout="{layout}",
-        k1=BM25["k1"],
-        b=BM25["b"],
-        hits=BM25["hits"],
-        remove_query=lambda w: BM25["experiments"][w.collection].get("remove_query", False),
-        query_fields=lambda w: BM25["experiments"][w.collection].get(
-            "query_fields", ["title", "text"]
-        ),
-        tag="bm25-{layout}",
-    threads: BM25.get("threads", 1)
     log:
         "results/logs/runs/{collection}/{topics}/bm25-{layout}.log",
     benchmark:
         "results/benchmarks/runs/{collection}/{topics}/bm25-{layout}.tsv"
     conda:
         CONDA_ENV
+    threads: BM25.get("threads", 1)
+    params:
+        code=code_version("bm25_search"),
+        layout="{layout}",
+        k1=BM25["k1"],
+        b=BM25["b"],
+        hits=BM25["hits"],
+        remove_query=lambda w: BM25["experiments"][w.collection].get(
+            "remove_query", False
+        ),
+        query_fields=lambda w: BM25["experiments"][w.collection].get(
+            "query_fields", ["title", "text"]
+        ),
+        tag="bm25-{layout}",
     script:
         "../scripts/bm25_search.py"
 
@@ -38,20 +40,21 @@ for _name in BM25["experiments"]:
 rule import_run:
     input:
         lambda w: raw_file(
-            external_run(w)["path"], f"external_runs.{w.collection}.{w.topics}.{w.system}"
+            external_run(w)["path"],
+            f"external_runs.{w.collection}.{w.topics}.{w.system}",
         ),
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
-    params:
-        code=code_version("import_run"),
-        depth=RUN_DEPTH,
-        run_format=lambda w: external_run(w).get("format"),
     log:
         "results/logs/runs/{collection}/{topics}/{system}.import.log",
     wildcard_constraints:
         system=alternatives(names_in(EXTERNAL_RUNS)),
     conda:
         CONDA_ENV
+    params:
+        code=code_version("import_run"),
+        depth=RUN_DEPTH,
+        run_format=lambda w: external_run(w).get("format"),
     script:
         "../scripts/import_run.py"
 
@@ -62,11 +65,6 @@ rule retrieve:
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
         facts=f"{paths.RESULTS}/runs/{{collection}}/{{topics}}/{{system}}.facts.json",
-    params:
-        code=code_version("retrieve"),
-        retriever=lambda w: RETRIEVERS[w.collection][w.system],
-        depth=RUN_DEPTH,
-    threads: 2
     log:
         "results/logs/runs/{collection}/{topics}/{system}.retrieve.log",
     benchmark:
@@ -75,6 +73,11 @@ rule retrieve:
         system=alternatives({name for runs in RETRIEVERS.values() for name in runs}),
     conda:
         CONDA_ENV
+    threads: 2
+    params:
+        code=code_version("retrieve"),
+        retriever=lambda w: RETRIEVERS[w.collection][w.system],
+        depth=RUN_DEPTH,
     script:
         "../scripts/retrieve.py"
 
@@ -86,6 +89,13 @@ rule encoder_search:
         topics=lambda w: paths.pretok(w.collection, f"topics/{w.topics}"),
     output:
         run=paths.run("{collection}", "{topics}", "{encoder}-{backbone}"),
+    log:
+        "results/logs/runs/{collection}/{topics}/{encoder}-{backbone}.log",
+    benchmark:
+        "results/benchmarks/runs/{collection}/{topics}/{encoder}-{backbone}.tsv"
+    conda:
+        CONDA_ENV
+    threads: MATH.get("threads", 1)
     params:
         code=code_version("encoder_search"),
         settings=lambda w: MATH[w.encoder],
@@ -93,13 +103,6 @@ rule encoder_search:
         hits=MATH.get("hits", RUN_DEPTH),
         threads=MATH.get("threads"),
         extensions=".cache/torch_extensions",
-    threads: MATH.get("threads", 1)
-    log:
-        "results/logs/runs/{collection}/{topics}/{encoder}-{backbone}.log",
-    benchmark:
-        "results/benchmarks/runs/{collection}/{topics}/{encoder}-{backbone}.tsv"
-    conda:
-        CONDA_ENV
     script:
         "../scripts/encoder_search.py"
 
@@ -112,13 +115,6 @@ rule mlm_rerank:
         topics=lambda w: paths.pretok(w.collection, f"topics/{w.topics}"),
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
-    params:
-        code=code_version("mlm_rerank"),
-        reranker=lambda w: MATH_RUNS[w.system],
-        doc_fields=MATH.get("doc_fields", ["text"]),
-        query_fields=MATH.get("query_fields", ["title", "text"]),
-        threads=MATH.get("threads"),
-    threads: MATH.get("threads", 1)
     log:
         "results/logs/runs/{collection}/{topics}/{system}.rerank.log",
     benchmark:
@@ -127,5 +123,12 @@ rule mlm_rerank:
         system=alternatives(MATH.get("rerankers", {})),
     conda:
         CONDA_ENV
+    threads: MATH.get("threads", 1)
+    params:
+        code=code_version("mlm_rerank"),
+        reranker=lambda w: MATH_RUNS[w.system],
+        doc_fields=MATH.get("doc_fields", ["text"]),
+        query_fields=MATH.get("query_fields", ["title", "text"]),
+        threads=MATH.get("threads"),
     script:
         "../scripts/mlm_rerank.py"

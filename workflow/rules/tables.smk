@@ -5,15 +5,15 @@ rule bm25_table:
     output:
         markdown="results/tables/bm25.md",
         csv="results/tables/bm25.csv",
+    log:
+        "results/logs/tables/bm25.log",
+    conda:
+        CONDA_ENV
     params:
         code=code_version("bm25_table"),
         experiments=BM25["experiments"],
         k1=BM25["k1"],
         b=BM25["b"],
-    log:
-        "results/logs/tables/bm25.log",
-    conda:
-        CONDA_ENV
     script:
         "../scripts/bm25_table.py"
 
@@ -24,12 +24,12 @@ rule check_scores:
         expected=config["expected"],
     output:
         "results/checks/summary.tsv",
-    params:
-        code=code_version("check_scores"),
     log:
         "results/logs/checks/summary.log",
     conda:
         CONDA_ENV
+    params:
+        code=code_version("check_scores"),
     script:
         "../scripts/check_scores.py"
 
@@ -39,12 +39,12 @@ rule assert_scores:
         "results/checks/summary.tsv",
     output:
         touch("results/checks/passed"),
-    params:
-        code=code_version("assert_scores"),
     log:
         "results/logs/checks/passed.log",
     conda:
         CONDA_ENV
+    params:
+        code=code_version("assert_scores"),
     script:
         "../scripts/assert_scores.py"
 
@@ -52,20 +52,22 @@ rule assert_scores:
 rule paper_table:
     input:
         unpack(lambda w: table_sources(w.table)),
-        qrels=lambda w: paths.qrels(TABLES[w.table]["collection"], TABLES[w.table]["qrels"]),
+        qrels=lambda w: paths.qrels(
+            TABLES[w.table]["collection"], TABLES[w.table]["qrels"]
+        ),
     output:
         markdown="results/tables/{table}.md",
         latex="results/tables/{table}.tex",
         csv="results/tables/{table}.csv",
         per_query="results/tables/{table}.per_query.tsv",
-    params:
-        code=code_version("paper_table"),
-        name="{table}",
-        spec=lambda w: TABLES[w.table],
     log:
         "results/logs/tables/{table}.log",
     conda:
         CONDA_ENV
+    params:
+        code=code_version("paper_table"),
+        name="{table}",
+        spec=lambda w: TABLES[w.table],
     script:
         "../scripts/paper_table.py"
 
@@ -76,12 +78,12 @@ rule figure:
     output:
         png=f"{paths.RESULTS}/figures/{{figure}}.png",
         svg=f"{paths.RESULTS}/figures/{{figure}}.svg",
-    params:
-        code=code_version("figure"),
-        spec=lambda w: FIGURES[w.figure],
     log:
         "results/logs/figures/{figure}.log",
     conda:
         CONDA_ENV
+    params:
+        code=code_version("figure"),
+        spec=lambda w: FIGURES[w.figure],
     script:
         "../scripts/figure.py"
