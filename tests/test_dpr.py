@@ -74,3 +74,22 @@ def test_head_truncation_keeps_the_first_pieces(tiny_bert):
     encoder = Encoder(tiny_bert, pooling="mean", max_length=6)
     long_text = "prime number " + "sum " * 50
     assert (encoder.encode([long_text]) == encoder.encode(["prime number sum sum"])).all()
+
+
+def test_the_encoder_registry_runs_dpr_from_its_config_entry(tiny_bert, tmp_path):
+    from hybrid_ir.encoders import Job, encoder
+    from hybrid_ir.errors import ConfigError
+
+    triplets = tmp_path / "triplets.jsonl"
+    triplets.write_text("".join(json.dumps(t) + "\n" for t in TRIPLETS))
+    entry = {"steps": 4, "batch_size": 2, "lr": 1e-3, "seed": 3, "passage_max_length": 32}
+    dpr = encoder("dpr")
+    facts = dpr.train(str(tiny_bert), triplets, tmp_path / "dpr", entry, Job())
+    assert facts["epochs"] == 4.0
+    stats = dpr.index(tmp_path / "dpr", DOCUMENTS, tmp_path / "index", entry, Job())
+    assert stats["documents"] == 4
+    run = dpr.search(tmp_path / "dpr", tmp_path / "index", {"q1": "prime"}, 3, entry, Job())
+    direct = search_dpr(tmp_path / "dpr", tmp_path / "index", {"q1": "prime"}, 3, 64)
+    assert run == direct and len(run["q1"]) == 3
+    with pytest.raises(ConfigError, match="unknown encoder 'splade'; known: dpr, colbert"):
+        encoder("splade")

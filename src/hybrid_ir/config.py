@@ -7,6 +7,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from hybrid_ir.encoders import ENCODERS
 from hybrid_ir.errors import ConfigError
 
 
@@ -77,7 +78,7 @@ def math_model_runs(math: dict) -> dict[str, dict]:
     configured re-rankers -> {kind, backbone, ...}."""
     runs = {}
     for backbone in math["backbones"]:
-        for kind in ("dpr", "colbert"):
+        for kind in ENCODERS:
             if kind in math:
                 runs[f"{kind}-{backbone}"] = {"kind": kind, "backbone": backbone}
     for name, entry in math.get("rerankers", {}).items():

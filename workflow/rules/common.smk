@@ -16,6 +16,7 @@ from hybrid_ir.config import (
     systems,
     validate_config,
 )
+from hybrid_ir.encoders import ENCODERS
 from hybrid_ir.errors import HybridIRError
 from hybrid_ir.fetch import load_manifest, mirror_root
 
@@ -340,4 +341,4 @@ wildcard_constraints:
     figure=alternatives(FIGURES),
     table=alternatives(TABLES),
     backbone=alternatives(MATH.get("backbones", {})),
-    encoder=alternatives(("dpr", "colbert")),
+    encoder=alternatives(ENCODERS),

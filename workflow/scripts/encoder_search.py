@@ -4,6 +4,7 @@ import logging
 from pathlib import Path
 
 from hybrid_ir.dense import topic_texts
+from hybrid_ir.encoders import Job, encoder
 from hybrid_ir.formats import read_records
 from hybrid_ir.logged import run_step
 from hybrid_ir.models import set_threads
@@ -16,17 +17,10 @@ def main():
     queries = topic_texts(
         read_records(snakemake.input.topics), snakemake.params.query_fields, separator="\n"
     )
-    model, index = Path(snakemake.input.model), Path(snakemake.input.index)
-    if snakemake.wildcards.encoder == "dpr":
-        from hybrid_ir.dpr import search_dpr
-
-        run = search_dpr(model, index, queries, hits, settings.get("query_max_length", 64))
-    else:
-        from hybrid_ir.colbert import search_colbert
-
-        run = search_colbert(
-            model, index, queries, k=hits, extensions_dir=Path(snakemake.params.extensions)
-        )
+    job = Job(extensions_dir=Path(snakemake.params.extensions))
+    run = encoder(snakemake.wildcards.encoder).search(
+        Path(snakemake.input.model), Path(snakemake.input.index), queries, hits, settings, job
+    )
     tag = f"{snakemake.wildcards.encoder}-{snakemake.wildcards.backbone}"
     lines = write_run(run, snakemake.output.run, tag=tag, k=hits)
     logging.info("%d topics, %d lines", len(run), lines)

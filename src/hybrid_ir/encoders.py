@@ -1,0 +1,123 @@
+"""The trained encoders, one registry entry each: how the workflow trains a model, indexes a
+collection with it and searches that index, from the encoder's configuration entry.
+
+The rules and scripts only name an encoder (``dpr``, ``colbert``); adding one is an entry here
+and its settings in the configuration. Heavy libraries are imported when an entry is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from hybrid_ir.errors import ConfigError
+from hybrid_ir.models import backbone_path, training_steps
+from hybrid_ir.runs import Run
+from hybrid_ir.triplets import read_triplets
+
+Settings = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every encoder step may need beside its settings."""
+
+    device: str = "cpu"
+    extensions_dir: Path | None = None  # colbert-ai's compiled extensions
+
+
+@dataclass(frozen=True)
+class EncoderKind:
+    train: Callable[[str, Path, Path, Settings, Job], dict]
+    index: Callable[[Path, Mapping[str, str], Path, Settings, Job], dict]
+    search: Callable[[Path, Path, Mapping[str, str], int, Settings, Job], Run]
+
+
+def _train_dpr(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
+    from hybrid_ir.dpr import DPRSettings, train_dpr
+
+    loaded = read_triplets(triplets)
+    known = {field.name for field in fields(DPRSettings)}
+    values = {key: value for key, value in entry.items() if key in known}
+    steps = training_steps(entry, len(loaded))
+    settings = DPRSettings(**(values | {"steps": steps, "device": job.device}))
+    return train_dpr(source, loaded, output, settings)
+
+
+def _index_dpr(
+    model: Path, documents: Mapping[str, str], index: Path, entry: Settings, job: Job
+) -> dict:
+    from hybrid_ir.dpr import index_dpr
+
+    return index_dpr(
+        model,
+        documents,
+        index,
+        max_length=entry.get("passage_max_length", 512),
+        batch_size=entry.get("encode_batch_size", 32),
+    )
+
+
+def _search_dpr(
+    model: Path, index: Path, queries: Mapping[str, str], hits: int, entry: Settings, job: Job
+) -> Run:
+    from hybrid_ir.dpr import search_dpr
+
+    return search_dpr(model, index, queries, hits, entry.get("query_max_length", 64))
+
+
+def _train_colbert(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
+    from hybrid_ir.colbert import train_colbert
+
+    return train_colbert(
+        Path(backbone_path(source)),
+        triplets,
+        output,
+        steps=training_steps(entry, len(read_triplets(triplets))),
+        batch_size=entry["batch_size"],
+        lr=entry["lr"],
+        weight_decay=entry.get("weight_decay", 0.01),
+        dim=entry.get("dim", 128),
+        query_maxlen=entry.get("query_maxlen", 32),
+        doc_maxlen=entry.get("doc_maxlen", 180),
+        seed=entry["seed"],
+        extensions_dir=job.extensions_dir,
+    )
+
+
+def _index_colbert(
+    model: Path, documents: Mapping[str, str], index: Path, entry: Settings, job: Job
+) -> dict:
+    from hybrid_ir.colbert import index_colbert
+
+    return index_colbert(
+        model,
+        documents,
+        index,
+        nbits=entry.get("nbits", 2),
+        doc_maxlen=entry.get("doc_maxlen", 180),
+        extensions_dir=job.extensions_dir,
+        seed=entry["seed"],
+    )
+
+
+def _search_colbert(
+    model: Path, index: Path, queries: Mapping[str, str], hits: int, entry: Settings, job: Job
+) -> Run:
+    from hybrid_ir.colbert import search_colbert
+
+    return search_colbert(model, index, queries, k=hits, extensions_dir=job.extensions_dir)
+
+
+ENCODERS: dict[str, EncoderKind] = {
+    "dpr": EncoderKind(_train_dpr, _index_dpr, _search_dpr),
+    "colbert": EncoderKind(_train_colbert, _index_colbert, _search_colbert),
+}
+
+
+def encoder(name: str) -> EncoderKind:
+    if name not in ENCODERS:
+        raise ConfigError(f"unknown encoder {name!r}; known: {', '.join(ENCODERS)}")
+    return ENCODERS[name]
