@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from hybrid_ir import paths
 from hybrid_ir.errors import HybridIRError
 from hybrid_ir.formats import MAX_RELEVANCE, atomic_output, relevance_limit
 
@@ -22,7 +23,6 @@ def _manifest(args: argparse.Namespace) -> None:
 
 
 def _fetch(args: argparse.Namespace) -> None:
-    from hybrid_ir import paths
     from hybrid_ir.fetch import fetch, load_manifest, mirror_root
 
     manifest = load_manifest(args.manifest)
@@ -212,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("paths", nargs="+", help="manifest paths, e.g. cf/original/cfquery")
     fetch.add_argument("--manifest", default="workflow/resources/manifest.tsv")
     fetch.add_argument("--mirror", default=None, help="mirror folder (default: $HYBRID_IR_MIRROR)")
-    fetch.add_argument("--output-dir", default=None, help="default: results/raw")
+    fetch.add_argument("--output-dir", default=None, help=f"default: {paths.raw('')}")
     fetch.set_defaults(handler=_fetch)
 
     convert = command("convert", help="convert a raw collection to canonical files")
@@ -306,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     fuse.set_defaults(handler=_fuse)
 
     check = command("check", help="fail unless every expected-score check passed")
-    check.add_argument("summary", nargs="?", default="results/checks/summary.tsv")
+    check.add_argument("summary", nargs="?", default=paths.checks("summary.tsv"))
     check.set_defaults(handler=_check)
     return parser
 

@@ -49,3 +49,57 @@ def pretok(collection: str, name: str) -> str:
 def model(kind: str, backbone: str) -> str:
     """A trained model directory: ``kind`` is ``pretrained``, ``dpr`` or ``colbert``."""
     return f"{RESULTS}/models/{kind}/{backbone}"
+
+
+def run_facts(collection: str, topic_set: str, system: str) -> str:
+    """What a configured retriever reports beside its run (timing, tuned parameters)."""
+    return f"{RESULTS}/runs/{collection}/{topic_set}/{system}.facts.json"
+
+
+def sweep(collection: str, topic_set: str, name: str) -> str:
+    return f"{RESULTS}/sweeps/{collection}/{topic_set}/{name}.json"
+
+
+def crossval(name: str) -> str:
+    return f"{RESULTS}/crossval/{name}.json"
+
+
+def crossval_folds(name: str) -> str:
+    return f"{RESULTS}/crossval/{name}.folds.tsv"
+
+
+def figure(name: str, extension: str) -> str:
+    return f"{RESULTS}/figures/{name}.{extension}"
+
+
+def result_table(name: str, extension: str) -> str:
+    """A paper-style or BM25 table: ``extension`` is md, tex, csv or per_query.tsv."""
+    return f"{RESULTS}/tables/{name}.{extension}"
+
+
+def checks(name: str) -> str:
+    """``summary.tsv`` (every expected-score check) or ``passed`` (all passed)."""
+    return f"{RESULTS}/checks/{name}"
+
+
+def pretok_facts(collection: str, name: str) -> str:
+    """``stats.json`` or ``math_tokens.tsv`` of a collection's pre-tokenization."""
+    return f"{RESULTS}/pretok/{collection}/{name}"
+
+
+def model_file(name: str) -> str:
+    """A file of the model stage: ``triplets.jsonl``, ``math_vocabulary.tsv`` ..."""
+    return f"{RESULTS}/models/{name}"
+
+
+def checkpoints(backbone: str) -> str:
+    """Pretraining checkpoints: outside the rule's outputs, which Snakemake removes on failure."""
+    return f"{RESULTS}/models/checkpoints/{backbone}"
+
+
+def log(stage: str, name: str) -> str:
+    return f"{RESULTS}/logs/{stage}/{name}.log"
+
+
+def benchmark(stage: str, name: str) -> str:
+    return f"{RESULTS}/benchmarks/{stage}/{name}.tsv"

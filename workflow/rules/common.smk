@@ -176,7 +176,7 @@ def sweep_report(name, collection=None, topics=None):
     """A sweep's report; with wildcards for ``collection`` and ``topics`` in rule outputs."""
     if collection is None:
         collection, topics = SWEEPS[name]["collection"], SWEEPS[name]["topics"]
-    return f"{paths.RESULTS}/sweeps/{collection}/{topics}/{name}.json"
+    return paths.sweep(collection, topics, name)
 
 
 def sweep_inputs(wildcards):
@@ -208,10 +208,7 @@ def figure_inputs(wildcards):
 
 
 def figure_outputs(name):
-    return [
-        f"{paths.RESULTS}/figures/{name}.png",
-        f"{paths.RESULTS}/figures/{name}.svg",
-    ]
+    return [paths.figure(name, "png"), paths.figure(name, "svg")]
 
 
 def table_sources(name):
@@ -232,12 +229,13 @@ def table_sources(name):
 
 
 def crossval_report(name):
-    return f"{paths.RESULTS}/crossval/{name}.json"
+    return paths.crossval(name)
 
 
 def table_outputs(name):
-    stem = f"{paths.RESULTS}/tables/{name}"
-    return [f"{stem}.md", f"{stem}.tex", f"{stem}.csv", f"{stem}.per_query.tsv"]
+    return [
+        paths.result_table(name, ext) for ext in ("md", "tex", "csv", "per_query.tsv")
+    ]
 
 
 def pretok_inputs(name):
@@ -293,7 +291,7 @@ def math_targets():
     for backbone, entry in MATH["backbones"].items():
         if entry.get("pretrain"):
             targets += [f"{paths.model('pretrained', backbone)}.losses.tsv"]
-            targets += [f"results/figures/pretraining-{backbone}.png"]
+            targets += [paths.figure(f"pretraining-{backbone}", "png")]
     for name in MATH_RUNS:
         if MATH_RUNS[name]["kind"] in ("dpr", "colbert"):
             targets.append(paths.index_stats(MATH["collection"], name))
@@ -315,9 +313,9 @@ def all_targets():
     targets += [output for name in FIGURES for output in figure_outputs(name)]
     targets += math_targets()
     if BM25["experiments"]:
-        targets += ["results/tables/bm25.md", "results/tables/bm25.csv"]
+        targets += [paths.result_table("bm25", "md"), paths.result_table("bm25", "csv")]
     if EXPECTED:
-        targets.append("results/checks/passed")
+        targets.append(paths.checks("passed"))
     return targets
 
 

@@ -1,8 +1,8 @@
 rule fetch_raw:
     output:
-        "results/raw/{path}",
+        paths.raw("{path}"),
     log:
-        "results/logs/fetch/{path}.log",
+        paths.log("fetch", "{path}"),
     wildcard_constraints:
         path=alternatives(MANIFEST),
     localrule: True
@@ -26,9 +26,9 @@ for _name in COLLECTIONS:
         output:
             **converted_outputs(_name),
         log:
-            f"results/logs/convert/{_name}.log",
+            paths.log("convert", _name),
         benchmark:
-            f"results/benchmarks/convert/{_name}.tsv"
+            paths.benchmark("convert", _name)
         conda:
             CONDA_ENV
         params:

@@ -5,7 +5,7 @@ rule evaluate_run:
     output:
         paths.evaluation("{collection}", "{topics}", "{system}", "{qrels}"),
     log:
-        "results/logs/eval/{collection}/{topics}/{system}.{qrels}.log",
+        paths.log("eval", "{collection}/{topics}/{system}.{qrels}"),
     conda:
         CONDA_ENV
     params:

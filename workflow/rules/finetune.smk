@@ -14,10 +14,10 @@ rule triplets:
             for s in COLLECTIONS[MATH["collection"]]["topics"]
         ],
     output:
-        triplets=f"{paths.RESULTS}/models/triplets.jsonl",
-        counts=f"{paths.RESULTS}/models/triplets.counts.json",
+        triplets=paths.model_file("triplets.jsonl"),
+        counts=paths.model_file("triplets.counts.json"),
     log:
-        "results/logs/models/triplets.log",
+        paths.log("models", "triplets"),
     conda:
         CONDA_ENV
     params:
@@ -37,9 +37,9 @@ rule finetune:
         model=directory(paths.model("{encoder}", "{backbone}")),
         facts=f"{paths.model('{encoder}', '{backbone}')}.json",
     log:
-        "results/logs/models/{encoder}-{backbone}.log",
+        paths.log("models", "{encoder}-{backbone}"),
     benchmark:
-        "results/benchmarks/models/{encoder}-{backbone}.tsv"
+        paths.benchmark("models", "{encoder}-{backbone}")
     conda:
         CONDA_ENV
     threads: MATH.get("threads", 1)

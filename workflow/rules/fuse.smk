@@ -7,7 +7,7 @@ rule fuse_runs:
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
     log:
-        "results/logs/runs/{collection}/{topics}/{system}.fuse.log",
+        paths.log("runs", "{collection}/{topics}/{system}.fuse"),
     wildcard_constraints:
         system=alternatives(names_in(FUSIONS)),
     conda:
@@ -38,11 +38,11 @@ rule crossvalidate:
         ),
     output:
         report=crossval_report("{crossval}"),
-        folds=f"{paths.RESULTS}/crossval/{{crossval}}.folds.tsv",
+        folds=paths.crossval_folds("{crossval}"),
     log:
-        "results/logs/crossval/{crossval}.log",
+        paths.log("crossval", "{crossval}"),
     benchmark:
-        "results/benchmarks/crossval/{crossval}.tsv"
+        paths.benchmark("crossval", "{crossval}")
     conda:
         CONDA_ENV
     params:
@@ -58,9 +58,9 @@ rule sweep:
         unpack(sweep_inputs),
     output:
         report=sweep_report("{sweep}", "{collection}", "{topics}"),
-        run=f"{paths.RESULTS}/runs/{{collection}}/{{topics}}/{{sweep}}-best.trec",
+        run=paths.run("{collection}", "{topics}", "{sweep}-best"),
     log:
-        "results/logs/sweeps/{collection}/{topics}/{sweep}.log",
+        paths.log("sweeps", "{collection}/{topics}/{sweep}"),
     conda:
         CONDA_ENV
     params:

@@ -5,9 +5,9 @@ rule bm25_index:
         index=directory(paths.index("{collection}", "bm25-{layout}")),
         stats=paths.index_stats("{collection}", "bm25-{layout}"),
     log:
-        "results/logs/index/{collection}/bm25-{layout}.log",
+        paths.log("index", "{collection}/bm25-{layout}"),
     benchmark:
-        "results/benchmarks/index/{collection}/bm25-{layout}.tsv"
+        paths.benchmark("index", "{collection}/bm25-{layout}")
     conda:
         CONDA_ENV
     threads: BM25.get("index_threads", 1)
@@ -29,9 +29,9 @@ rule encoder_index:
         index=directory(paths.index("{collection}", "{encoder}-{backbone}")),
         stats=paths.index_stats("{collection}", "{encoder}-{backbone}"),
     log:
-        "results/logs/index/{collection}/{encoder}-{backbone}.log",
+        paths.log("index", "{collection}/{encoder}-{backbone}"),
     benchmark:
-        "results/benchmarks/index/{collection}/{encoder}-{backbone}.tsv"
+        paths.benchmark("index", "{collection}/{encoder}-{backbone}")
     conda:
         CONDA_ENV
     threads: MATH.get("threads", 1)

@@ -7,12 +7,12 @@ for _name in MATH.get("pretokenize", {}):
             **pretok_inputs(_name),
         output:
             **pretok_outputs(_name),
-            stats=f"{paths.RESULTS}/pretok/{_name}/stats.json",
-            tokens=f"{paths.RESULTS}/pretok/{_name}/math_tokens.tsv",
+            stats=paths.pretok_facts(_name, "stats.json"),
+            tokens=paths.pretok_facts(_name, "math_tokens.tsv"),
         log:
-            f"results/logs/pretok/{_name}.log",
+            paths.log("pretok", _name),
         benchmark:
-            f"results/benchmarks/pretok/{_name}.tsv"
+            paths.benchmark("pretok", _name)
         conda:
             CONDA_ENV
         params:

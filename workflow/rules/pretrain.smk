@@ -1,13 +1,13 @@
 rule math_vocabulary:
     input:
         [
-            f"{paths.RESULTS}/pretok/{name}/math_tokens.tsv"
+            paths.pretok_facts(name, "math_tokens.tsv")
             for name in MATH["pretraining"]["corpus"]
         ],
     output:
-        f"{paths.RESULTS}/models/math_vocabulary.tsv",
+        paths.model_file("math_vocabulary.tsv"),
     log:
-        "results/logs/models/math_vocabulary.log",
+        paths.log("models", "math_vocabulary"),
     conda:
         CONDA_ENV
     params:
@@ -24,12 +24,12 @@ rule pretrain:
     output:
         model=directory(paths.model("pretrained", "{backbone}")),
         losses=f"{paths.model('pretrained', '{backbone}')}.losses.tsv",
-        figure_png="results/figures/pretraining-{backbone}.png",
-        figure_svg="results/figures/pretraining-{backbone}.svg",
+        figure_png=paths.figure("pretraining-{backbone}", "png"),
+        figure_svg=paths.figure("pretraining-{backbone}", "svg"),
     log:
-        "results/logs/models/pretrain-{backbone}.log",
+        paths.log("models", "pretrain-{backbone}"),
     benchmark:
-        "results/benchmarks/models/pretrain-{backbone}.tsv"
+        paths.benchmark("models", "pretrain-{backbone}")
     conda:
         CONDA_ENV
     threads: MATH.get("threads", 1)
@@ -42,6 +42,6 @@ rule pretrain:
         threads=MATH.get("threads"),
         # Checkpoints live outside the declared output, which Snakemake deletes when a job
         # fails: a killed run resumes from them.
-        workdir=f"{paths.RESULTS}/models/checkpoints/{{backbone}}",
+        workdir=paths.checkpoints("{backbone}"),
     script:
         "../scripts/pretrain.py"

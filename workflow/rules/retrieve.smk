@@ -5,9 +5,9 @@ rule bm25_search:
     output:
         run=paths.run("{collection}", "{topics}", "bm25-{layout}"),
     log:
-        "results/logs/runs/{collection}/{topics}/bm25-{layout}.log",
+        paths.log("runs", "{collection}/{topics}/bm25-{layout}"),
     benchmark:
-        "results/benchmarks/runs/{collection}/{topics}/bm25-{layout}.tsv"
+        paths.benchmark("runs", "{collection}/{topics}/bm25-{layout}")
     conda:
         CONDA_ENV
     threads: BM25.get("threads", 1)
@@ -46,7 +46,7 @@ rule import_run:
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
     log:
-        "results/logs/runs/{collection}/{topics}/{system}.import.log",
+        paths.log("runs", "{collection}/{topics}/{system}.import"),
     wildcard_constraints:
         system=alternatives(names_in(EXTERNAL_RUNS)),
     conda:
@@ -64,11 +64,11 @@ rule retrieve:
         unpack(retriever_inputs),
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
-        facts=f"{paths.RESULTS}/runs/{{collection}}/{{topics}}/{{system}}.facts.json",
+        facts=paths.run_facts("{collection}", "{topics}", "{system}"),
     log:
-        "results/logs/runs/{collection}/{topics}/{system}.retrieve.log",
+        paths.log("runs", "{collection}/{topics}/{system}.retrieve"),
     benchmark:
-        "results/benchmarks/runs/{collection}/{topics}/{system}.tsv"
+        paths.benchmark("runs", "{collection}/{topics}/{system}")
     wildcard_constraints:
         system=alternatives({name for runs in RETRIEVERS.values() for name in runs}),
     conda:
@@ -90,9 +90,9 @@ rule encoder_search:
     output:
         run=paths.run("{collection}", "{topics}", "{encoder}-{backbone}"),
     log:
-        "results/logs/runs/{collection}/{topics}/{encoder}-{backbone}.log",
+        paths.log("runs", "{collection}/{topics}/{encoder}-{backbone}"),
     benchmark:
-        "results/benchmarks/runs/{collection}/{topics}/{encoder}-{backbone}.tsv"
+        paths.benchmark("runs", "{collection}/{topics}/{encoder}-{backbone}")
     conda:
         CONDA_ENV
     threads: MATH.get("threads", 1)
@@ -116,9 +116,9 @@ rule mlm_rerank:
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
     log:
-        "results/logs/runs/{collection}/{topics}/{system}.rerank.log",
+        paths.log("runs", "{collection}/{topics}/{system}.rerank"),
     benchmark:
-        "results/benchmarks/runs/{collection}/{topics}/{system}.tsv"
+        paths.benchmark("runs", "{collection}/{topics}/{system}")
     wildcard_constraints:
         system=alternatives(MATH.get("rerankers", {})),
     conda:

@@ -3,10 +3,10 @@ rule bm25_table:
         evaluations=[e for name in BM25["experiments"] for e in bm25_evaluations(name)],
         expected=config["expected"],
     output:
-        markdown="results/tables/bm25.md",
-        csv="results/tables/bm25.csv",
+        markdown=paths.result_table("bm25", "md"),
+        csv=paths.result_table("bm25", "csv"),
     log:
-        "results/logs/tables/bm25.log",
+        paths.log("tables", "bm25"),
     conda:
         CONDA_ENV
     params:
@@ -23,9 +23,9 @@ rule check_scores:
         artifacts=expected_artifacts(),
         expected=config["expected"],
     output:
-        "results/checks/summary.tsv",
+        paths.checks("summary.tsv"),
     log:
-        "results/logs/checks/summary.log",
+        paths.log("checks", "summary"),
     conda:
         CONDA_ENV
     params:
@@ -36,11 +36,11 @@ rule check_scores:
 
 rule assert_scores:
     input:
-        "results/checks/summary.tsv",
+        paths.checks("summary.tsv"),
     output:
-        touch("results/checks/passed"),
+        touch(paths.checks("passed")),
     log:
-        "results/logs/checks/passed.log",
+        paths.log("checks", "passed"),
     conda:
         CONDA_ENV
     params:
@@ -56,12 +56,12 @@ rule paper_table:
             TABLES[w.table]["collection"], TABLES[w.table]["qrels"]
         ),
     output:
-        markdown="results/tables/{table}.md",
-        latex="results/tables/{table}.tex",
-        csv="results/tables/{table}.csv",
-        per_query="results/tables/{table}.per_query.tsv",
+        markdown=paths.result_table("{table}", "md"),
+        latex=paths.result_table("{table}", "tex"),
+        csv=paths.result_table("{table}", "csv"),
+        per_query=paths.result_table("{table}", "per_query.tsv"),
     log:
-        "results/logs/tables/{table}.log",
+        paths.log("tables", "{table}"),
     conda:
         CONDA_ENV
     params:
@@ -76,10 +76,10 @@ rule figure:
     input:
         unpack(figure_inputs),
     output:
-        png=f"{paths.RESULTS}/figures/{{figure}}.png",
-        svg=f"{paths.RESULTS}/figures/{{figure}}.svg",
+        png=paths.figure("{figure}", "png"),
+        svg=paths.figure("{figure}", "svg"),
     log:
-        "results/logs/figures/{figure}.log",
+        paths.log("figures", "{figure}"),
     conda:
         CONDA_ENV
     params:
