@@ -48,7 +48,6 @@ rule finetune:
         source=backbone_source,
         settings=lambda w: MATH[w.encoder],
         device=MATH.get("device", "cpu"),
-        threads=MATH.get("threads"),
         extensions=".cache/torch_extensions",
     script:
         "../scripts/finetune.py"

@@ -39,7 +39,6 @@ rule encoder_index:
         code=code_version("encoder_index"),
         settings=lambda w: MATH[w.encoder],
         doc_fields=MATH.get("doc_fields", ["text"]),
-        threads=MATH.get("threads"),
         extensions=".cache/torch_extensions",
     script:
         "../scripts/encoder_index.py"

@@ -39,7 +39,6 @@ rule pretrain:
         fields=list(MATH["pretraining"]["corpus"].values()),
         settings=lambda w: pretraining_settings(w.backbone),
         device=MATH.get("device", "cpu"),
-        threads=MATH.get("threads"),
         # Checkpoints live outside the declared output, which Snakemake deletes when a job
         # fails: a killed run resumes from them.
         workdir=paths.checkpoints("{backbone}"),

@@ -101,7 +101,6 @@ rule encoder_search:
         settings=lambda w: MATH[w.encoder],
         query_fields=MATH.get("query_fields", ["title", "text"]),
         hits=MATH.get("hits", RUN_DEPTH),
-        threads=MATH.get("threads"),
         extensions=".cache/torch_extensions",
     script:
         "../scripts/encoder_search.py"
@@ -129,6 +128,5 @@ rule mlm_rerank:
         reranker=lambda w: MATH_RUNS[w.system],
         doc_fields=MATH.get("doc_fields", ["text"]),
         query_fields=MATH.get("query_fields", ["title", "text"]),
-        threads=MATH.get("threads"),
     script:
         "../scripts/mlm_rerank.py"

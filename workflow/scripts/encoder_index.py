@@ -12,7 +12,7 @@ from hybrid_ir.models import set_threads
 
 
 def main():
-    set_threads(snakemake.params.threads)
+    set_threads(snakemake.threads)
     settings = snakemake.params.settings
     documents = topic_texts(
         read_records(snakemake.input.corpus), snakemake.params.doc_fields, separator="\n"

@@ -12,7 +12,7 @@ from hybrid_ir.runs import write_run
 
 
 def main():
-    set_threads(snakemake.params.threads)
+    set_threads(snakemake.threads)
     settings, hits = snakemake.params.settings, snakemake.params.hits
     queries = topic_texts(
         read_records(snakemake.input.topics), snakemake.params.query_fields, separator="\n"

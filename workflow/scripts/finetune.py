@@ -11,7 +11,7 @@ from hybrid_ir.models import set_threads
 
 
 def main():
-    set_threads(snakemake.params.threads)
+    set_threads(snakemake.threads)
     job = Job(snakemake.params.device, Path(snakemake.params.extensions))
     facts = encoder(snakemake.wildcards.encoder).train(
         snakemake.params.source,

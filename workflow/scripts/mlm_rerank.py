@@ -11,7 +11,7 @@ from hybrid_ir.runs import read_run, write_run
 
 
 def main():
-    set_threads(snakemake.params.threads)
+    set_threads(snakemake.threads)
     spec = snakemake.params.reranker
     documents = topic_texts(
         read_records(snakemake.input.corpus), snakemake.params.doc_fields, separator="\n"

@@ -11,7 +11,7 @@ from hybrid_ir.pretrain import mlm_documents, pretrain, settings_from_config, wr
 
 
 def main():
-    set_threads(snakemake.params.threads)
+    set_threads(snakemake.threads)
     documents = mlm_documents(
         list(zip(snakemake.input.corpora, snakemake.params.fields, strict=True))
     )
