@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: setup reproduce test lint benchmark clean
+.PHONY: setup reproduce test lint docs benchmark clean
 
 setup: $(VENV)/.installed
 
@@ -20,9 +20,15 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 reproduce: setup
 	$(BIN)/snakemake --cores $(CORES) --show-failed-logs
 
-test: setup
+# The habits a change must keep: the same checks as .pre-commit-config.yaml, then the tests.
+lint: setup
 	$(BIN)/ruff check src tests workflow/scripts benchmarks
+	$(BIN)/ruff format --check src tests workflow/scripts benchmarks
+	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/mypy
 	$(BIN)/snakemake --lint
+
+test: lint
 	$(BIN)/python -m pytest -q
 
 benchmark: setup
@@ -30,6 +36,11 @@ benchmark: setup
 	$(BIN)/python benchmarks/crossval_vs_pya0.py
 	$(BIN)/python benchmarks/sparse_dense.py
 	$(BIN)/python benchmarks/math_models.py
+
+# The rule graph of docs/architecture.md (needs Graphviz: Debian's graphviz package).
+docs: setup
+	$(BIN)/snakemake --rulegraph --quiet all > docs/rulegraph.dot
+	dot -Tsvg docs/rulegraph.dot -o docs/rulegraph.svg
 
 clean:
 	rm -rf results .snakemake

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,34 @@ def test_checks_pass_inside_the_band_and_fail_outside(tmp_path):
         assert_all_passed(summary)
     write_summary(results, summary)
     assert assert_all_passed(summary) == 2
+
+
+def test_defaults_live_in_the_schema_not_in_rules_or_scripts():
+    """A ``.get(key, default)`` in a rule or script would be a second, drifting default."""
+    files = [
+        *(REPO / "workflow" / "rules").glob("*.smk"),
+        *(REPO / "workflow/scripts").glob("*.py"),
+    ]
+    found = [
+        f"{path.name}:{number}: {line.strip()}"
+        for path in files
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if re.search(r"\.get\([^()]*,", line)
+    ]
+    assert found == []
+
+
+def test_validation_fills_the_schema_defaults():
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    del config["run_depth"]
+    crossval = next(iter(config["crossval"].values()))
+    crossval.pop("folds")
+    config["bm25"]["experiments"]["cf"].pop("remove_query")
+    config["math_models"].pop("hits")
+    validate_config(config, SCHEMA)
+    assert config["run_depth"] == 1000 and config["max_relevance"] == 1000
+    assert config["bm25"]["experiments"]["cf"]["remove_query"] is False
+    assert config["math_models"]["dpr"]["query_max_length"] == 64
+    assert config["math_models"]["hits"] == 1000  # derived: run_depth
+    assert config["collections"]["scifact"]["tables"] == []
+    assert crossval["folds"] == 5

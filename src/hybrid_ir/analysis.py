@@ -31,9 +31,11 @@ import functools
 import html
 import re
 from collections.abc import Iterable, Iterator
+from typing import cast
 
 import spacy
 from spacy.language import Language
+from spacy.pipeline import Lemmatizer
 from spacy.tokens import Token
 from spacy.util import registry
 
@@ -143,8 +145,11 @@ class Analyzer:
         self.lemmatize = lemmatize
         self.lowercase = lowercase
         self._nlp = _pipeline(language, lemmatize)
+        # _pipeline adds the "lemmatizer" pipe as a spaCy Lemmatizer whenever lemmatize is set.
         self._lemmas = (
-            self._nlp.get_pipe("lemmatizer").lookups.get_table("lemma_lookup") if lemmatize else {}
+            cast(Lemmatizer, self._nlp.get_pipe("lemmatizer")).lookups.get_table("lemma_lookup")
+            if lemmatize
+            else {}
         )
         self._cache: dict[str, list[str]] = {}
         if stop_words and not self._nlp.Defaults.stop_words:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import yaml
@@ -15,17 +17,51 @@ def _location(error: jsonschema.ValidationError) -> str:
     return ".".join(str(part) for part in error.absolute_path) or "(top level)"
 
 
+def _filling_defaults(properties_rule: Any) -> Any:
+    """The schema's ``properties`` rule, first setting each absent property that has a
+    ``default`` (a copy, so that entries never share a mutable default)."""
+
+    def fill(validator: Any, properties: dict, instance: Any, schema: dict) -> Any:
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if isinstance(subschema, dict) and "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from properties_rule(validator, properties, instance, schema)
+
+    return fill
+
+
+_VALIDATOR = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    {"properties": _filling_defaults(jsonschema.Draft202012Validator.VALIDATORS["properties"])},
+)
+
+
 def validate_config(config: dict, schema_path: str | Path, source: str = "config") -> None:
-    """Raise :class:`ConfigError` with one line naming the first offending key."""
+    """Fill in the schema's defaults, then raise :class:`ConfigError` with one line naming the
+    first offending key; every default lives in the schema, so rules and scripts read
+    ``config[...]`` directly."""
     with open(schema_path, encoding="utf-8") as handle:
         schema = yaml.safe_load(handle)
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(config), key=lambda error: list(error.absolute_path))
+    errors = sorted(_VALIDATOR(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         raise ConfigError(f"{source}: {_location(first)}: {first.message}{more}")
+    _derive_defaults(config)
     _check_references(config, source)
+
+
+def _derive_defaults(config: dict) -> None:
+    """Defaults that are other settings' values, so the schema cannot hold them."""
+    for retrievers in config["retrievers"].values():
+        for retriever in retrievers.values():
+            retriever.setdefault("depth", config["run_depth"])
+    math = config.get("math_models")
+    if math:
+        math.setdefault("hits", config["run_depth"])
+        if "triplets" in math:
+            math["triplets"].setdefault("passage_fields", math["doc_fields"])
 
 
 def topic_sets(experiment: dict) -> list[str]:

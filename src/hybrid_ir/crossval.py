@@ -44,7 +44,7 @@ from typing import Any, Generic, Literal, TypeVar
 import numpy as np
 
 from hybrid_ir.errors import ParameterError
-from hybrid_ir.evaluate import evaluate
+from hybrid_ir.evaluate import Qrels, evaluate
 from hybrid_ir.fusion import linear_sweep
 from hybrid_ir.runs import Run, topic_sort_key
 
@@ -210,7 +210,7 @@ def by_metric(
 def crossvalidate_linear(
     dense: Run,
     base: Run,
-    qrels: Mapping[str, Mapping[str, int]],
+    qrels: Qrels,
     measures: Sequence[str],
     alphas: Sequence[float] = ALPHAS,
     k_folds: int = 5,

@@ -26,7 +26,7 @@ import time
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -103,14 +103,18 @@ class SentenceEncoder:
         self.normalize = normalize
         self.model = _load(resolve_model(model), device, max_length, pooling)
         if adapters is not None:
-            transformer = self.model[0].auto_model
+            # adapters.init adds load_adapter to the transformer at run time.
+            transformer: Any = self.model[0].auto_model
             adapters.init(transformer)
             transformer.load_adapter(adapter, set_active=True)
         self.model.eval()
 
     @property
     def dimension(self) -> int:
-        return int(self.model.get_embedding_dimension())
+        dimension = self.model.get_embedding_dimension()
+        if dimension is None:
+            raise ConfigError(f"dense model {self.model_name!r} reports no embedding dimension")
+        return int(dimension)
 
     def encode(self, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
         """Embeddings of ``texts`` as a ``(len(texts), dimension)`` float32 matrix.
@@ -225,9 +229,11 @@ def _query_matrix(
 ) -> np.ndarray:
     """Query embeddings in ``queries``' order; texts are encoded in one batch."""
     texts = {qid: query for qid, query in queries.items() if isinstance(query, str)}
-    if texts and encoder is None:
-        raise ConfigError("dense search got query texts but no encoder to embed them")
-    encoded = dict(zip(texts, encoder.encode(list(texts.values())), strict=True)) if texts else {}
+    encoded: dict[str, np.ndarray] = {}
+    if texts:
+        if encoder is None:
+            raise ConfigError("dense search got query texts but no encoder to embed them")
+        encoded = dict(zip(texts, encoder.encode(list(texts.values())), strict=True))
     rows = [np.asarray(encoded.get(qid, query), dtype=np.float64) for qid, query in queries.items()]
     for qid, row in zip(queries, rows, strict=True):
         if row.shape != (dimension,):

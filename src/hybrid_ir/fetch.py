@@ -133,7 +133,8 @@ def _manifest_entry(
         raise InputFormatError(
             manifest, line, f"size must be a whole number of bytes, got {quoted(row['size'])}"
         )
-    return ManifestEntry(**{**row, "size": int(row["size"])})
+    text_fields = {name: value for name, value in row.items() if name != "size"}
+    return ManifestEntry(**text_fields, size=int(row["size"]))
 
 
 def sha256_of(path: Path) -> str:

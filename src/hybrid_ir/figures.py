@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 from cycler import cycler
@@ -30,6 +30,9 @@ from hybrid_ir.errors import ConfigError
 from hybrid_ir.formats import atomic_output
 from hybrid_ir.runs import Run
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 Qrels = dict[str, dict[str, int]]
 
 FIGSIZE = (6.4, 4.8)
@@ -37,7 +40,7 @@ DPI = 100
 """A figure is ``FIGSIZE * DPI`` = 640 x 480 pixels as PNG."""
 RECALL_POINTS = tuple(level / 10 for level in range(11))
 
-_STYLE = {
+_STYLE: dict[RcKeyType, Any] = {
     "svg.hashsalt": "hybrid_ir",
     "svg.fonttype": "none",
     "axes.grid": True,
@@ -198,23 +201,35 @@ def draw(
     title = spec.get("title", Path(out_stem).name)
     if kind == "pr_curves":
         columns = [f"IPrec@{level}" for level in RECALL_LEVELS]
-        curves = {}
+        curves: dict[str, list[float]] = {}
         for label, run in runs.items():
-            aggregate = evaluate(qrels, run, columns).aggregate
+            aggregate = evaluate(_needed(qrels, kind), run, columns).aggregate
             curves[label] = [aggregate[column] for column in columns]
         return pr_curves(curves, out_stem, title)
     if kind == "recall_curve":
         ks = range(1, spec.get("max_k", 100) + 1)
-        curves = {label: recall_curve(run, qrels, ks) for label, run in runs.items()}
-        return recall_at_k_curve(curves, out_stem, title)
+        recalls = {
+            label: recall_curve(run, _needed(qrels, kind), ks) for label, run in runs.items()
+        }
+        return recall_at_k_curve(recalls, out_stem, title)
     if kind == "sweep":
         metric = spec["metric"]
         references = {
-            label: evaluate(qrels, run, [metric]).aggregate[metric] for label, run in runs.items()
+            label: evaluate(_needed(qrels, kind), run, [metric]).aggregate[metric]
+            for label, run in runs.items()
         }
+        if sweep_report is None:
+            raise ConfigError("a sweep figure needs the sweep report")
         series = {spec.get("label", "fused"): [score[metric] for score in sweep_report["scores"]]}
         return metric_vs_parameter(
             sweep_report["values"], series, out_stem, spec.get("xlabel", sweep_report["parameter"]),
             metric, title, references=references,
         )  # fmt: skip
     raise ConfigError(f"unknown figure kind {kind!r}; choose pr_curves, recall_curve or sweep")
+
+
+def _needed(qrels: Qrels | None, kind: str) -> Qrels:
+    """``qrels``, which a ``kind`` figure of runs cannot do without."""
+    if qrels is None:
+        raise ConfigError(f"a {kind} figure of runs needs qrels")
+    return qrels

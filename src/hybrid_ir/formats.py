@@ -39,8 +39,9 @@ def atomic_output(path: str | Path, mode: str = "w") -> Iterator[IO]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    encoding = None if "b" in mode else "utf-8"
     try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+        with os.fdopen(fd, mode, encoding=encoding) as handle:
             yield handle
         make_readable(tmp_name)
         os.replace(tmp_name, path)
@@ -211,7 +212,7 @@ def write_records(path: str | Path, records: Iterable[dict]) -> int:
     return count
 
 
-def json_lines(handle: IO[str], name: str | Path) -> Iterator[tuple[int, dict]]:
+def json_lines(handle: Iterable[str], name: str | Path) -> Iterator[tuple[int, dict]]:
     """``(line number, object)`` of a JSON Lines stream; a bad line names ``name`` and line."""
     for line_number, line in enumerate(handle, start=1):
         if not line.strip():

@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 import os
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -173,7 +173,7 @@ def directory_size(path: str | Path) -> int:
     )
 
 
-def training_steps(entry: dict, examples: int) -> int:
+def training_steps(entry: Mapping[str, Any], examples: int) -> int:
     """``steps`` from a configuration entry, or ``epochs`` over ``examples`` in batches."""
     import math
 

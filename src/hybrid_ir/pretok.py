@@ -77,7 +77,7 @@ def formula_tokens(latex: str) -> list[str] | None:
         lexed = tokenize(latex, include_spans=True, include_syntatic_literal=True)
     except Exception:  # noqa: BLE001 - the extension raises bare RuntimeErrors on bad input
         return None
-    tokens = []
+    tokens: list[str] = []
     for _, kind, symbol, span in lexed:
         if symbol == _END_OF_INPUT:
             break

@@ -33,6 +33,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -152,7 +153,7 @@ def _fingerprint(backbone: str, tokens: Sequence[str], pairs: int, settings) -> 
 
 def _batch_indices(step: int, size: int, batch_size: int, seed: int) -> list[int]:
     """The pair indices of ``step``: consecutive slices of per-epoch seeded permutations."""
-    indices = []
+    indices: list[int] = []
     position = step * batch_size
     while len(indices) < batch_size:
         epoch, offset = divmod(position, size)
@@ -228,7 +229,8 @@ def _heldout_loss(model, batches: _Batches, size: int, settings) -> tuple[float,
             totals += [float(mlm) * len(indices), float(nsp) * len(indices)]
             count += len(indices)
     model.train()
-    return tuple(float(x) for x in totals / max(count, 1))
+    mlm_mean, nsp_mean = totals / max(count, 1)
+    return float(mlm_mean), float(nsp_mean)
 
 
 def _checkpoints(workdir: Path) -> list[tuple[int, Path]]:
@@ -289,9 +291,17 @@ def _load_checkpoint_state(file: Path) -> dict:
 def _load_model(backbone: str, tokenizer, device: str):
     from transformers import BertForPreTraining
 
-    model, info = BertForPreTraining.from_pretrained(backbone, output_loading_info=True)
+    # With output_loading_info=True, from_pretrained returns (model, loading info); its
+    # annotation only covers the plain model.
+    model, info = cast(
+        tuple[BertForPreTraining, dict[str, list[str]]],
+        BertForPreTraining.from_pretrained(backbone, output_loading_info=True),
+    )
     added = resize_embeddings(model, tokenizer)
-    return model.to(device), sorted(info["missing_keys"]), added
+    # transformers wraps PreTrainedModel.to with functools.wraps(torch.nn.Module.to), so its
+    # annotated signature wrongly expects the unbound ``self`` as the first argument.
+    moved = model.to(device)  # type: ignore[arg-type]
+    return moved, sorted(info["missing_keys"]), added
 
 
 def pretrain(
@@ -324,16 +334,20 @@ def pretrain(
             f"pretraining needs sentence pairs in both splits; got {len(train_pairs)} training "
             f"and {len(held_pairs)} held-out pairs from {len(documents)} documents"
         )
-    if settings.steps is None:
+    total_steps = settings.steps
+    if total_steps is None:
+        if settings.epochs is None:  # excluded by PretrainSettings.__post_init__
+            raise ConfigError("pretraining needs exactly one of steps and epochs")
         steps = math.ceil(settings.epochs * len(train_pairs) / settings.batch_size)
-        settings = replace(settings, steps=max(1, steps), epochs=None)
+        total_steps = max(1, steps)
+        settings = replace(settings, steps=total_steps, epochs=None)
     tokenizer = load_tokenizer(path)
     added_tokens = add_math_tokens(tokenizer, math_tokens)
     model, new_weights, added_rows = _load_model(path, tokenizer, settings.device)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
     )
-    schedule = get_linear_schedule_with_warmup(optimizer, settings.warmup_steps, settings.steps)
+    schedule = get_linear_schedule_with_warmup(optimizer, settings.warmup_steps, total_steps)
     fingerprint = _fingerprint(backbone, math_tokens, len(train_pairs), settings)
     state = _resume_state(workdir, fingerprint)
     history: list[dict] = []
@@ -350,7 +364,7 @@ def pretrain(
         held_mlm, held_nsp = _heldout_loss(model, held_batches, len(held_pairs), settings)
         history.append({"step": 0, "split": "heldout", "mlm": held_mlm, "nsp": held_nsp})
     began = time.perf_counter()
-    for step in tqdm(range(start, settings.steps), desc="pretraining", mininterval=5):
+    for step in tqdm(range(start, total_steps), desc="pretraining", mininterval=5):
         indices = _batch_indices(step, len(train_pairs), settings.batch_size, settings.seed)
         inputs, labels, next_labels = train_batches.make(indices, settings.seed * 1_000_003 + step)
         torch.manual_seed(settings.seed + step)  # dropout
@@ -365,7 +379,7 @@ def pretrain(
         optimizer.zero_grad(set_to_none=True)
         history.append({"step": step + 1, "split": "train", "mlm": mlm.item(), "nsp": nsp.item()})
         done = step + 1
-        if done % settings.eval_every == 0 or done == settings.steps:
+        if done % settings.eval_every == 0 or done == total_steps:
             held_mlm, held_nsp = _heldout_loss(model, held_batches, len(held_pairs), settings)
             history.append({"step": done, "split": "heldout", "mlm": held_mlm, "nsp": held_nsp})
             logger.info(
@@ -375,7 +389,7 @@ def pretrain(
                 held_mlm,
                 held_nsp,
             )
-        if done % settings.checkpoint_every == 0 and done < settings.steps:
+        if done % settings.checkpoint_every == 0 and done < total_steps:
             _save_checkpoint(
                 workdir,
                 done,
@@ -389,7 +403,7 @@ def pretrain(
                 },
             )
     seconds = time.perf_counter() - began
-    trained = settings.steps - start
+    trained = total_steps - start
     facts = {
         "backbone": backbone,
         "documents": {"train": len(train_docs), "heldout": len(held_docs)},

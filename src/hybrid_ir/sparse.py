@@ -238,6 +238,8 @@ class PivotedTfidf(_SparseRetriever):
     for nothing.
     """
 
+    analyzer: TextAnalyzer  # required here, unlike in TfidfCosine
+
     def __init__(self, analyzer: TextAnalyzer) -> None:
         super().__init__(analyzer)
         self.vectorizer = _term_counts()
@@ -285,6 +287,8 @@ class SparseBM25(_SparseRetriever):
     :meth:`set_params` recomputes the weights from the stored term counts and document lengths,
     so a k1/b grid never analyses the corpus again.
     """
+
+    analyzer: TextAnalyzer  # required here, unlike in TfidfCosine
 
     def __init__(self, analyzer: TextAnalyzer, k1: float = 1.2, b: float = 0.75) -> None:
         super().__init__(analyzer)

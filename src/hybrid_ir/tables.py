@@ -394,14 +394,15 @@ def verdict_notes(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> list[st
         value = cells[row][column].value
         others = {label: cells[label][column].value for label in verdict["against"]}
         missing = [label for label, other in {row: value, **others}.items() if other is None]
-        if missing:
+        if missing or value is None:
             notes.append(
                 f"{row} cannot be compared on {column}: no value for {', '.join(missing)}."
             )
             continue
-        beaten = [label for label, other in others.items() if value > other]
-        compared = ", ".join(f"{label} {other:.{spec.digits}f}" for label, other in others.items())
-        if len(beaten) == len(others):
+        known = {label: other for label, other in others.items() if other is not None}  # = others
+        beaten = [label for label, other in known.items() if value > other]
+        compared = ", ".join(f"{label} {other:.{spec.digits}f}" for label, other in known.items())
+        if len(beaten) == len(known):
             outcome = "beats all of"
         elif beaten:
             outcome = "beats only " + ", ".join(beaten) + " among"

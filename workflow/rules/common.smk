@@ -36,14 +36,14 @@ for _warning in config_warnings(config):
 MIRROR = mirror_root(config["mirror"])
 COLLECTIONS = config["collections"]
 BM25 = config["bm25"]
-EXTERNAL_RUNS = config.get("external_runs", {})
-FUSIONS = config.get("fusions", {})
-CROSSVAL = config.get("crossval", {})
-TABLES = config.get("tables", {})
-RETRIEVERS = config.get("retrievers", {})
-SWEEPS = config.get("sweeps", {})
-FIGURES = config.get("figures", {})
-RUN_DEPTH = config.get("run_depth", 1000)
+EXTERNAL_RUNS = config["external_runs"]
+FUSIONS = config["fusions"]
+CROSSVAL = config["crossval"]
+TABLES = config["tables"]
+RETRIEVERS = config["retrievers"]
+SWEEPS = config["sweeps"]
+FIGURES = config["figures"]
+RUN_DEPTH = config["run_depth"]
 MATH = config.get("math_models") or {}
 MATH_RUNS = math_model_runs(MATH) if MATH else {}
 LAYOUTS = ("flat", "multifield")
@@ -87,13 +87,11 @@ def converted_outputs(name):
     """Every canonical file a collection's reader writes, keyed as the converter expects."""
     collection = COLLECTIONS[name]
     outputs = {}
-    if collection.get("corpus", True):
+    if collection["corpus"]:
         outputs["corpus"] = paths.corpus(name)
     outputs |= {f"topics_{s}": paths.topics(name, s) for s in collection["topics"]}
     outputs |= {f"qrels_{s}": paths.qrels(name, s) for s in collection["qrels"]}
-    outputs |= {
-        f"table_{s}": paths.table(name, s) for s in collection.get("tables", [])
-    }
+    outputs |= {f"table_{s}": paths.table(name, s) for s in collection["tables"]}
     return outputs
 
 
@@ -119,13 +117,15 @@ def expected_artifacts():
 
 def measures_for(collection, system, qrels):
     """Configured measures plus any metric an expected-scores file asks of this run."""
-    experiment = BM25["experiments"].get(collection, {})
-    measures = list(experiment.get("qrels", {}).get(qrels, []))
+    measures = []
+    if collection in BM25["experiments"]:
+        measures += BM25["experiments"][collection]["qrels"].get(qrels) or []
     for document in EXPECTED:
         if document["collection"] == collection:
-            for metric in document.get("runs", {}).get(system, {}).get(qrels, {}):
-                if metric not in measures:
-                    measures.append(metric)
+            expected = (document.get("runs") or {}).get(system) or {}
+            measures += [
+                metric for metric in expected.get(qrels) or {} if metric not in measures
+            ]
     return measures
 
 
@@ -199,7 +199,7 @@ def figure_inputs(wildcards):
     figure = FIGURES[wildcards.figure]
     inputs = {
         label: run_path(figure["collection"], figure["topics"], run)
-        for label, run in figure.get("runs", {}).items()
+        for label, run in figure["runs"].items()
     }
     inputs["qrels"] = paths.qrels(figure["collection"], figure["qrels"])
     if figure["kind"] == "sweep":
@@ -223,7 +223,7 @@ def table_sources(name):
                 )
             else:
                 sources[row["label"]] = crossval_report(row["crossval"])
-    for sweep in table.get("sweeps", []):
+    for sweep in table["sweeps"]:
         sources[f"sweep_{sweep}"] = sweep_report(sweep)
     return sources
 
@@ -259,7 +259,7 @@ def pretok_outputs(name):
 
 def backbone_input(backbone):
     """The further-pretrained directory a backbone starts from, if it is pretrained here."""
-    if MATH["backbones"][backbone].get("pretrain"):
+    if MATH["backbones"][backbone]["pretrain"]:
         return {"backbone": paths.model("pretrained", backbone)}
     return {}
 
@@ -268,7 +268,7 @@ def pretraining_settings(backbone):
     """The shared pretraining settings, with the backbone's own overrides (``epochs`` given
     there replaces a shared ``steps``, and the other way round)."""
     settings = {k: v for k, v in MATH["pretraining"].items() if k != "corpus"}
-    override = MATH["backbones"][backbone].get("pretraining", {})
+    override = MATH["backbones"][backbone]["pretraining"]
     for length in ("steps", "epochs"):
         if length in override:
             settings.pop("epochs" if length == "steps" else "steps", None)
@@ -289,7 +289,7 @@ def math_targets():
         return []
     targets = []
     for backbone, entry in MATH["backbones"].items():
-        if entry.get("pretrain"):
+        if entry["pretrain"]:
             targets += [f"{paths.model('pretrained', backbone)}.losses.tsv"]
             targets += [paths.figure(f"pretraining-{backbone}", "png")]
     for name in MATH_RUNS:
@@ -338,5 +338,5 @@ wildcard_constraints:
     sweep=alternatives(SWEEPS),
     figure=alternatives(FIGURES),
     table=alternatives(TABLES),
-    backbone=alternatives(MATH.get("backbones", {})),
+    backbone=alternatives(MATH["backbones"] if MATH else ()),
     encoder=alternatives(ENCODERS),

@@ -1,4 +1,6 @@
-TRIPLET_COLLECTIONS = MATH.get("triplets", {}).get("collections", [])
+# The schema requires `triplets` beside `dpr` or `colbert`, the only users of this file's rules.
+TRIPLETS = MATH.get("triplets") or {"collections": []}
+TRIPLET_COLLECTIONS = TRIPLETS["collections"]
 
 
 rule triplets:
@@ -23,8 +25,7 @@ rule triplets:
     params:
         code=code_version("triplets"),
         collections=TRIPLET_COLLECTIONS,
-        settings=MATH.get("triplets", {}),
-        passage_fields=MATH.get("doc_fields", ["text"]),
+        settings=TRIPLETS,
     script:
         "../scripts/triplets.py"
 
@@ -42,12 +43,12 @@ rule finetune:
         paths.benchmark("models", "{encoder}-{backbone}")
     conda:
         CONDA_ENV
-    threads: MATH.get("threads", 1)
+    threads: MATH["threads"]
     params:
         code=code_version("finetune"),
         source=backbone_source,
         settings=lambda w: MATH[w.encoder],
-        device=MATH.get("device", "cpu"),
+        device=MATH["device"],
         extensions=".cache/torch_extensions",
     script:
         "../scripts/finetune.py"

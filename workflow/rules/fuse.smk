@@ -15,7 +15,7 @@ rule fuse_runs:
     params:
         code=code_version("fuse_runs"),
         method=lambda w: FUSIONS[w.collection][w.topics][w.system]["method"],
-        params=lambda w: FUSIONS[w.collection][w.topics][w.system].get("params", {}),
+        params=lambda w: FUSIONS[w.collection][w.topics][w.system]["params"],
         depth=RUN_DEPTH,
     script:
         "../scripts/fuse_runs.py"

@@ -1,4 +1,4 @@
-for _name in MATH.get("pretokenize", {}):
+for _name in MATH["pretokenize"]:
 
     rule:
         name:
@@ -17,7 +17,7 @@ for _name in MATH.get("pretokenize", {}):
             CONDA_ENV
         params:
             code=code_version("pretokenize"),
-            fields=MATH["pretokenize"][_name].get("fields", []),
-            formula_fields=MATH["pretokenize"][_name].get("formula_fields", []),
+            fields=MATH["pretokenize"][_name]["fields"],
+            formula_fields=MATH["pretokenize"][_name]["formula_fields"],
         script:
             "../scripts/pretokenize.py"

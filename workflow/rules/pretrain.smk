@@ -12,7 +12,7 @@ rule math_vocabulary:
         CONDA_ENV
     params:
         code=code_version("math_vocabulary"),
-        min_count=MATH.get("vocabulary", {}).get("min_count", 1),
+        min_count=MATH["vocabulary"]["min_count"],
     script:
         "../scripts/math_vocabulary.py"
 
@@ -32,13 +32,13 @@ rule pretrain:
         paths.benchmark("models", "pretrain-{backbone}")
     conda:
         CONDA_ENV
-    threads: MATH.get("threads", 1)
+    threads: MATH["threads"]
     params:
         code=code_version("pretrain"),
         model=lambda w: MATH["backbones"][w.backbone]["model"],
         fields=list(MATH["pretraining"]["corpus"].values()),
         settings=lambda w: pretraining_settings(w.backbone),
-        device=MATH.get("device", "cpu"),
+        device=MATH["device"],
         # Checkpoints live outside the declared output, which Snakemake deletes when a job
         # fails: a killed run resumes from them.
         workdir=paths.checkpoints("{backbone}"),

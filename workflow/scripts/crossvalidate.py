@@ -3,13 +3,7 @@
 import json
 import logging
 
-from hybrid_ir.crossval import (
-    ALPHAS,
-    PAPER_SEED,
-    crossvalidate_linear,
-    fold_assignment_table,
-    report,
-)
+from hybrid_ir.crossval import crossvalidate_linear, fold_assignment_table, report
 from hybrid_ir.errors import ConfigError, ParameterError
 from hybrid_ir.evaluate import load_qrels
 from hybrid_ir.formats import atomic_output, write_table
@@ -25,10 +19,10 @@ def main():
             read_run(snakemake.input.base),
             load_qrels(snakemake.input.qrels),
             entry["measures"],
-            alphas=entry.get("alphas", ALPHAS),
-            k_folds=entry.get("folds", 5),
-            seed=entry.get("seed", PAPER_SEED),
-            mode=entry.get("mode", "default"),
+            alphas=entry["alphas"],
+            k_folds=entry["folds"],
+            seed=entry["seed"],
+            mode=entry["mode"],
             k=snakemake.params.depth,
         )
     except ParameterError as error:

@@ -11,7 +11,7 @@ from hybrid_ir.runs import read_run
 
 def main():
     spec = snakemake.params.spec
-    runs = {label: read_run(snakemake.input[label]) for label in spec.get("runs", {})}
+    runs = {label: read_run(snakemake.input[label]) for label in spec["runs"]}
     report = None
     if spec["kind"] == "sweep":
         with open(snakemake.input.sweep, encoding="utf-8") as handle:

@@ -25,8 +25,8 @@ def main():
         documents,
         queries,
         depth=spec["depth"],
-        max_length=spec.get("max_length", 512),
-        batch_size=spec.get("batch_size", 16),
+        max_length=spec["max_length"],
+        batch_size=spec["batch_size"],
     )
     lines = write_run(run, snakemake.output.run, tag=snakemake.wildcards.system)
     logging.info("%d topics re-ranked, %d lines", len(run), lines)

@@ -28,7 +28,7 @@ def main():
     cells = table_cells(spec, per_query, aggregate)
     with atomic_output(snakemake.output.markdown) as out:
         reports = {}
-        for name in config.get("sweeps", []):
+        for name in config["sweeps"]:
             with open(snakemake.input[f"sweep_{name}"], encoding="utf-8") as handle:
                 reports[name] = json.load(handle)
         notes = verdict_notes(spec, cells) + overlap_notes(spec) + sweep_notes(reports)

@@ -27,7 +27,7 @@ def main():
         load_qrels(inputs.qrels),
         entry["measures"],
         entry["select"],
-        params=entry.get("params"),
+        params=entry["params"],
         select_on=select_on,
     )
     logging.info("best %s = %s (%s)", entry["parameter"], report["best"], report["selected_on"])

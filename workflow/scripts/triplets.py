@@ -22,9 +22,9 @@ def main():
         sources,
         excluded,
         seed=settings["seed"],
-        min_upvotes=settings.get("min_upvotes", 7),
-        query_fields=settings.get("query_fields", ["title", "question"]),
-        passage_fields=settings.get("passage_fields", snakemake.params.passage_fields),
+        min_upvotes=settings["min_upvotes"],
+        query_fields=settings["query_fields"],
+        passage_fields=settings["passage_fields"],
     )
     with atomic_output(snakemake.output.triplets) as out:
         out.writelines(json.dumps(t, ensure_ascii=False) + "\n" for t in triplets)

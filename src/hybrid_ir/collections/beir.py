@@ -32,6 +32,7 @@ from hybrid_ir.errors import ConfigError, InputFormatError, quoted
 from hybrid_ir.formats import (
     ASCII_WHITESPACE,
     REQUIRED_KEYS,
+    CheckedText,
     Judgment,
     archive_errors,
     json_lines,
@@ -52,14 +53,14 @@ _ARRAY_PUNCTUATION = {"[", "]", ","}
 # --- shared: opening, JSON Lines, queries, qrels, split sets -------------------------------------
 
 
-def _open(source: Source) -> IO[str]:
+def _open(source: Source) -> IO[str] | CheckedText:
     if isinstance(source, zipfile.Path):
         return source.open("r", encoding="utf-8-sig")
     return open_text(source)
 
 
 def _json_objects(source: Source) -> Iterator[tuple[int, dict]]:
-    with archive_errors(source), _open(source) as handle:
+    with archive_errors(str(source)), _open(source) as handle:
         yield from json_lines(handle, str(source))
 
 
@@ -94,7 +95,7 @@ def _qrels_line(line: str, source: Source, number: int) -> Judgment:
 
 def _read_qrels(source: Source) -> list[Judgment]:
     best: dict[tuple[str, str], int] = {}
-    with archive_errors(source), _open(source) as handle:
+    with archive_errors(str(source)), _open(source) as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -250,7 +251,7 @@ def _dataset_root(path: Path) -> Source:
     else:
         raise InputFormatError(path, None, "a BEIR dataset must be a zip file or a directory")
     with archive_errors(path):
-        entries = list(root.iterdir())
+        entries: list[Source] = list(root.iterdir())
     if len(entries) == 1 and entries[0].is_dir():
         return entries[0]
     return root
@@ -269,7 +270,7 @@ def _dataset_files(path: Path) -> tuple[Source, Source, dict[str, Source]]:
     corpus = _first_file(root, ("corpus.jsonl", "corpus.jsonl.gz"), path)
     queries = _first_file(root, ("queries.jsonl",), path)
     qrels_dir = root / "qrels"
-    entries = list(qrels_dir.iterdir()) if qrels_dir.is_dir() else []
+    entries: list[Source] = list(qrels_dir.iterdir()) if qrels_dir.is_dir() else []
     qrels = {
         entry.name.removesuffix(".tsv"): entry
         for entry in sorted(entries, key=lambda entry: entry.name)

@@ -14,6 +14,7 @@ import re
 import tarfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import IO, cast
 
 from hybrid_ir.collections import Collection, SourceRoles, reader
 from hybrid_ir.errors import ConfigError, InputFormatError
@@ -66,8 +67,9 @@ def _documents(path: Path) -> Iterator[dict]:
         )
         for _, member in members:
             name = f"{path}:{member.name}"
-            handle = archive.extractfile(member)
-            lines = (line.decode("utf-8") for line in handle)
+            # A regular file (isfile() above), so extractfile never returns None here.
+            raw = cast(IO[bytes], archive.extractfile(member))
+            lines = (line.decode("utf-8") for line in raw)
             for number, value in json_lines(lines, name):
                 yield _pair(value, name, number)
 
