@@ -139,3 +139,21 @@ def test_validation_fills_the_schema_defaults():
     assert config["math_models"]["hits"] == 1000  # derived: run_depth
     assert config["collections"]["scifact"]["tables"] == []
     assert crossval["folds"] == 5
+
+
+def test_an_entry_for_several_topic_sets_expands_to_one_per_set():
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    validate_config(config, SCHEMA)
+    first, second = (config["tables"][f"paper000-table1-arqmath{n}"] for n in (1, 2))
+    assert (first["topics"], first["qrels"]) == ("arqmath1", "arqmath1")
+    assert (second["topics"], second["qrels"]) == ("arqmath2", "arqmath2")
+    assert "ARQMath-2 topics" in second["title"] and "{topics" not in json.dumps(second)
+    assert first["blocks"] == second["blocks"]
+    assert not any("{topics}" in name for name in config["tables"])
+
+
+def test_an_entry_for_several_topic_sets_needs_topics_in_its_name():
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config["tables"]["one-name"] = config["tables"].pop("paper000-table1-{topics}")
+    with pytest.raises(ConfigError, match=r"tables.one-name: an entry for several topic sets"):
+        validate_config(config, SCHEMA)

@@ -49,7 +49,61 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         raise ConfigError(f"{source}: {_location(first)}: {first.message}{more}")
     _derive_defaults(config)
+    expand_topic_lists(config, source)
     _check_references(config, source)
+
+
+# Sections whose entries may name several topic sets; each becomes one entry per set.
+EXPANDED_SECTIONS = ("tables", "crossval", "figures")
+
+
+def expand_topic_lists(config: dict, source: str = "config") -> None:
+    """Turn an entry with ``topics: [a, b]`` into one entry per topic set, in place.
+
+    The entry's name must contain ``{topics}`` (e.g. ``paper000-table1-{topics}``); in the copy
+    for set ``a``, ``{topics}`` in the name and in any text becomes ``a`` and ``{topics_name}``
+    the collection's display name of the set (``topic_names``, else the set's own name), and
+    ``qrels`` defaults to the set of the same name.
+    """
+    for section in EXPANDED_SECTIONS:
+        expanded: dict[str, dict] = {}
+        for name, entry in config[section].items():
+            if not isinstance(entry["topics"], list):
+                _add_once(expanded, name, entry, f"{source}: {section}")
+                continue
+            if "{topics}" not in name:
+                raise ConfigError(
+                    f"{source}: {section}.{name}: an entry for several topic sets needs "
+                    "'{topics}' in its name, so that each set gets its own output"
+                )
+            collection = config["collections"].get(entry["collection"], {})
+            for topic_set in entry["topics"]:
+                shown = collection.get("topic_names", {}).get(topic_set, topic_set)
+                values = {"{topics}": topic_set, "{topics_name}": shown}
+                one_set = _substituted(entry, values) | {"topics": topic_set}
+                one_set.setdefault("qrels", topic_set)
+                _add_once(
+                    expanded, name.replace("{topics}", topic_set), one_set, f"{source}: {section}"
+                )
+        config[section] = expanded
+
+
+def _add_once(entries: dict[str, dict], name: str, entry: dict, where: str) -> None:
+    if name in entries:
+        raise ConfigError(f"{where}.{name}: defined twice (once by a list of topic sets)")
+    entries[name] = entry
+
+
+def _substituted(value: Any, values: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        for placeholder, replacement in values.items():
+            value = value.replace(placeholder, replacement)
+        return value
+    if isinstance(value, dict):
+        return {key: _substituted(item, values) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_substituted(item, values) for item in value]
+    return value
 
 
 def _derive_defaults(config: dict) -> None:
