@@ -157,3 +157,35 @@ def test_an_entry_for_several_topic_sets_needs_topics_in_its_name():
     config["tables"]["one-name"] = config["tables"].pop("paper000-table1-{topics}")
     with pytest.raises(ConfigError, match=r"tables.one-name: an entry for several topic sets"):
         validate_config(config, SCHEMA)
+
+
+def test_published_values_are_written_once_and_fill_table_and_checks():
+    from hybrid_ir.checks import checks_from_expected
+    from hybrid_ir.config import fill_published, load_expected
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    validate_config(config, SCHEMA)
+    expected = load_expected([REPO / path for path in config["expected"]])
+    for document in expected:
+        document["path"] = str(Path(document["path"]).relative_to(REPO))
+    fill_published(config, expected)
+    rows = {
+        row["label"]: row
+        for block in config["tables"]["seed001-table1"]["blocks"]
+        for row in block["rows"]
+    }
+    assert rows["Approach-0"]["published"] == {
+        "nDCG'": 0.25,
+        "MAP'": 0.1,
+        "P'@10": 0.062,
+        "Rel_Ret": 441,
+    }
+    runs = next(d for d in expected if d["path"] == "expected/arqmath1-runs.yaml")
+    checks = {(c.run, c.metric): c.expected for c in checks_from_expected(runs)}
+    assert checks["approach0 (arqmath1 qrels)", "MAP'"] == 0.1
+    del runs["published"]["approach0"]
+    with pytest.raises(ConfigError, match=r"runs.approach0.arqmath1.nDCG': no value"):
+        list(checks_from_expected(runs))
+    config["tables"]["seed001-table1"]["published_from"] = "expected/elsewhere.yaml"
+    with pytest.raises(ConfigError, match=r"tables.seed001-table1.published_from"):
+        fill_published(config, expected)

@@ -23,7 +23,7 @@ from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
 from hybrid_ir import paths
-from hybrid_ir.errors import CheckFailed
+from hybrid_ir.errors import CheckFailed, ConfigError
 from hybrid_ir.formats import atomic_output
 
 
@@ -54,14 +54,22 @@ class CheckResult:
 def checks_from_expected(document: dict) -> Iterator[Check]:
     """Every check an expected-scores document asks for, with the artifact it reads."""
     collection, topic_set = document["collection"], document.get("topics", "")
+    published = document.get("published", {})
     for run, by_qrels in document.get("runs", {}).items():
         for qrels_set, metrics in by_qrels.items():
             source = paths.evaluation(collection, topic_set, run, qrels_set)
             for metric, band in metrics.items():
                 label = f"{run} ({qrels_set} qrels)"
-                yield Check(
-                    collection, label, metric, band["value"], band["tolerance"], source, metric
-                )
+                if "value" in band:
+                    value = band["value"]
+                elif metric in published.get(run, {}):
+                    value = published[run][metric]
+                else:
+                    raise ConfigError(
+                        f"{document.get('path', 'expected scores')}: runs.{run}.{qrels_set}."
+                        f"{metric}: no value, and no published {metric} for {run}"
+                    )
+                yield Check(collection, label, metric, value, band["tolerance"], source, metric)
     for index, statistics in document.get("indexes", {}).items():
         source = paths.index_stats(collection, index)
         for statistic, band in statistics.items():

@@ -352,6 +352,27 @@ def _check_references(config: dict, source: str) -> None:
     _check_runs_and_tables(config)
 
 
+def fill_published(config: dict, expected: list[dict], source: str = "config") -> None:
+    """Give each row of a table with ``published_from`` (an expected-scores file listed in
+    ``expected``) the values that file publishes for the row's run, so that a paper's numbers
+    are written once, where their source is named."""
+    documents = {document["path"]: document for document in expected}
+    for name, table in config["tables"].items():
+        if "published_from" not in table:
+            continue
+        document = documents.get(table["published_from"])
+        if document is None:
+            raise ConfigError(
+                f"{source}: tables.{name}.published_from: {table['published_from']!r} is not "
+                "one of the files listed under expected"
+            )
+        published = document.get("published", {})
+        for block in table["blocks"]:
+            for row in block["rows"]:
+                if "run" in row and row["run"] in published and "published" not in row:
+                    row["published"] = dict(published[row["run"]])
+
+
 def load_expected(paths: list[str | Path]) -> list[dict]:
     """Expected-score files (pyserini 2CR style), each with its own path for messages."""
     documents = []

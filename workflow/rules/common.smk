@@ -11,6 +11,7 @@ from hybrid_ir.checks import checks_from_expected
 from hybrid_ir.config import (
     config_warnings,
     evaluation_pairs,
+    fill_published,
     load_expected,
     math_model_runs,
     systems,
@@ -28,6 +29,7 @@ try:
     )
     MANIFEST = load_manifest(config["manifest"])
     EXPECTED = load_expected(config["expected"])
+    fill_published(config, EXPECTED)
 except (HybridIRError, OSError) as error:
     raise WorkflowError(f"hybrid-ir: {error}") from None
 for _warning in config_warnings(config):
