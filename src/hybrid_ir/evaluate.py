@@ -95,7 +95,7 @@ from typing import Literal
 import ir_measures
 from ir_measures import measures as ir_measure_types
 
-from hybrid_ir.errors import ConfigError, EvaluationError, InputFormatError
+from hybrid_ir.errors import ConfigError, EvaluationError
 from hybrid_ir.formats import parse_relevance, qrels_lines
 from hybrid_ir.runs import Run, read_run, topic_sort_key
 
@@ -407,8 +407,6 @@ def load_qrels(path: str | Path) -> Qrels:
             duplicates += 1
             relevance = max(relevance, judgments[doc])
         judgments[doc] = relevance
-    if not qrels:
-        raise InputFormatError(path, None, "no judgments: every score against it would be 0")
     if floats:
         LOGGER.warning(
             "%s: %d relevance value(s) written as floats (e.g. 3.0) read as integers", path, floats

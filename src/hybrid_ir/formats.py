@@ -312,7 +312,9 @@ def _is_number(value: str) -> bool:
 
 
 def qrels_lines(path: str | Path) -> Iterator[tuple[int, str, str, str]]:
-    """``(line number, qid, docid, relevance as written)`` of a TREC qrels file."""
+    """``(line number, qid, docid, relevance as written)`` of a TREC qrels file; a file without
+    any judgment is an error, as every score against it would be 0."""
+    judged = False
     with open_text(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             fields = split_fields(line)
@@ -323,18 +325,18 @@ def qrels_lines(path: str | Path) -> Iterator[tuple[int, str, str, str]]:
                     path, line_number, f"expected 4 fields (qid iter docid rel), got {len(fields)}"
                 )
             query_id, _, doc_id, relevance = fields
+            judged = True
             yield line_number, query_id, doc_id, relevance
+    if not judged:
+        raise InputFormatError(path, None, "no judgments: every score against it would be 0")
 
 
 def read_qrels(path: str | Path) -> list[Judgment]:
     """Read a TREC qrels file (``qid iter docid rel``, whitespace separated)."""
-    judgments = [
+    return [
         Judgment(query_id, doc_id, parse_relevance(relevance, path, line_number))
         for line_number, query_id, doc_id, relevance in qrels_lines(path)
     ]
-    if not judgments:
-        raise InputFormatError(path, None, "no judgments")
-    return judgments
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hybrid_ir.errors import HybridIRError, quoted
-from hybrid_ir.formats import MAX_RELEVANCE, relevance_limit
+from hybrid_ir.formats import relevance_limit
 
 
 def run_step(job: Any, step: Callable[[], object]) -> None:
@@ -38,7 +38,7 @@ def run_step(job: Any, step: Callable[[], object]) -> None:
         force=True,
     )
     try:
-        with relevance_limit(job.config.get("max_relevance", MAX_RELEVANCE)):
+        with relevance_limit(job.config["max_relevance"]):  # filled in by validation
             step()
     except HybridIRError as error:
         logging.error("%s", error)
