@@ -8,18 +8,21 @@ configfile: "config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
-
-
-# The math language models (paper 000's left half) are optional in a configuration.
-if config.get("math_models"):
-
-    include: "workflow/rules/pretokenize.smk"
-    include: "workflow/rules/pretrain.smk"
-    include: "workflow/rules/finetune.smk"
-
-
 include: "workflow/rules/index.smk"
 include: "workflow/rules/retrieve.smk"
+
+
+# The math language models (paper 000's left half), optional in a configuration: one rule
+# file per stage they own.
+if config["math_models"]:
+
+    include: "workflow/rules/math/pretokenize.smk"
+    include: "workflow/rules/math/pretrain.smk"
+    include: "workflow/rules/math/finetune.smk"
+    include: "workflow/rules/math/index.smk"
+    include: "workflow/rules/math/retrieve.smk"
+
+
 include: "workflow/rules/fuse.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/tables.smk"

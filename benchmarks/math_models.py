@@ -41,9 +41,9 @@ def encoding(docs: int, max_length: int, batch_size: int) -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from hybrid_ir.dense import document_text
     from hybrid_ir.formats import read_records
-    from hybrid_ir.models import Encoder, backbone_path
+    from hybrid_ir.neural.dense import document_text
+    from hybrid_ir.neural.models import Encoder, backbone_path
 
     torch.set_num_threads(2)
     corpus = RESULTS / "pretok/arqmath/corpus.jsonl"

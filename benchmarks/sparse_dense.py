@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from hybrid_ir.analysis import Analyzer
-from hybrid_ir.dense import SentenceEncoder, document_text
 from hybrid_ir.formats import read_records
+from hybrid_ir.neural.dense import SentenceEncoder, document_text
 from hybrid_ir.sparse import PivotedTfidf, SparseBM25, TfidfCosine, record_texts
 
 RESULTS = Path("results")

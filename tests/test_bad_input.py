@@ -306,7 +306,7 @@ def arqmath_config() -> dict:
         "mirror": None,
         "manifest": "m.tsv",
         "collections": {"arqmath": collection},
-        "bm25": {"k1": 0.9, "b": 0.4, "hits": 10, "experiments": {}},
+        "bm25": {"k1": 0.9, "b": 0.4, "experiments": {}},
         "expected": [],
     }
 

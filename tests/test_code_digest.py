@@ -23,7 +23,7 @@ SCRIPTS = sorted((REPO / "workflow" / "scripts").glob("*.py"))
 def rule_blocks() -> list[tuple[str, str]]:
     """(rule file, rule text) of every rule in the workflow's rule files."""
     blocks = []
-    for path in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+    for path in sorted((REPO / "workflow" / "rules").rglob("*.smk")):
         for block in re.split(r"(?m)^(?=\s*rule\b)", path.read_text()):
             if re.match(r"\s*rule\b", block):
                 blocks.append((path.name, block))
@@ -33,7 +33,7 @@ def rule_blocks() -> list[tuple[str, str]]:
 def test_every_rule_digests_its_own_script():
     checked = 0
     for rule_file, block in rule_blocks():
-        script = re.search(r'script:\s*\n\s*"\.\./scripts/(\w+)\.py"', block)
+        script = re.search(r'script:\s*\n\s*"(?:\.\./)+scripts/(\w+)\.py"', block)
         if script is None:
             continue
         versions = re.findall(r"code=code_version\(\"(\w+)\"\)", block)

@@ -21,9 +21,9 @@ from colbert.modeling.tokenization import DocTokenizer, QueryTokenizer
 from tokenizers import AddedToken
 from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
-from hybrid_ir.colbert import DOC_IDS_FILE, index_colbert, search_colbert, train_colbert
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.models import directory_size
+from hybrid_ir.neural.colbert import DOC_IDS_FILE, index_colbert, search_colbert, train_colbert
+from hybrid_ir.neural.models import directory_size
 from hybrid_ir.runs import write_run
 
 WORDS = (
@@ -207,7 +207,9 @@ def test_small_collection_is_encoded_once_into_the_same_index(
     index_colbert(first["root"] / "colbert", documents, once, doc_maxlen=64,
                   extensions_dir=extensions_dir)  # fmt: skip
     assert calls == [len(documents)]
-    monkeypatch.setattr("hybrid_ir.colbert._encode_each_passage_list_once", contextlib.nullcontext)
+    monkeypatch.setattr(
+        "hybrid_ir.neural.colbert._encode_each_passage_list_once", contextlib.nullcontext
+    )
     twice = tmp_path / "twice"
     index_colbert(first["root"] / "colbert", documents, twice, doc_maxlen=64,
                   extensions_dir=extensions_dir)  # fmt: skip

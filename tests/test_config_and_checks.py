@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -111,16 +110,18 @@ def test_checks_pass_inside_the_band_and_fail_outside(tmp_path):
 
 
 def test_defaults_live_in_the_schema_not_in_rules_or_scripts():
-    """A ``.get(key, default)`` in a rule or script would be a second, drifting default."""
+    """A ``.get(...)`` in a rule or script would be a second, drifting default: validation
+    fills every default, so rules and scripts index ``config[...]`` and their inputs."""
     files = [
-        *(REPO / "workflow" / "rules").glob("*.smk"),
+        REPO / "Snakefile",
+        *(REPO / "workflow" / "rules").rglob("*.smk"),
         *(REPO / "workflow/scripts").glob("*.py"),
     ]
     found = [
         f"{path.name}:{number}: {line.strip()}"
         for path in files
         for number, line in enumerate(path.read_text().splitlines(), start=1)
-        if re.search(r"\.get\([^()]*,", line)
+        if ".get(" in line
     ]
     assert found == []
 
@@ -129,14 +130,19 @@ def test_validation_fills_the_schema_defaults():
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     del config["run_depth"]
     crossval = next(iter(config["crossval"].values()))
-    crossval.pop("folds")
-    config["bm25"]["experiments"]["cf"].pop("remove_query")
-    config["math_models"].pop("hits")
+    assert "folds" not in crossval
+    assert "remove_query" not in config["bm25"]["experiments"]["cf"]
+    config["math_models"]["dpr"]["seed"] = 7
     validate_config(config, SCHEMA)
     assert config["run_depth"] == 1000 and config["max_relevance"] == 1000
     assert config["bm25"]["experiments"]["cf"]["remove_query"] is False
     assert config["math_models"]["dpr"]["query_max_length"] == 64
-    assert config["math_models"]["hits"] == 1000  # derived: run_depth
+    # derived from other settings: the seed, the run depth, a retriever's topic sets
+    assert config["math_models"]["dpr"]["seed"] == 7
+    assert config["math_models"]["colbert"]["seed"] == config["seed"] == 1234
+    assert crossval["seed"] == 1234 and crossval["qrels"] == crossval["topics"]
+    assert config["retrievers"]["arqmath"]["tfidf-qa"]["depth"] == 1000
+    assert config["retrievers"]["arqmath"]["tfidf-qa"]["topics"] == ["arqmath1", "arqmath2"]
     assert config["collections"]["scifact"]["tables"] == []
     assert crossval["folds"] == 5
 
@@ -160,8 +166,8 @@ def test_an_entry_for_several_topic_sets_needs_topics_in_its_name():
 
 
 def test_published_values_are_written_once_and_fill_table_and_checks():
-    from hybrid_ir.checks import checks_from_expected
-    from hybrid_ir.config import fill_published, load_expected
+    from hybrid_ir.checks import checks_from_expected, load_expected
+    from hybrid_ir.config import fill_published
 
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     validate_config(config, SCHEMA)
@@ -189,3 +195,40 @@ def test_published_values_are_written_once_and_fill_table_and_checks():
     config["tables"]["seed001-table1"]["published_from"] = "expected/elsewhere.yaml"
     with pytest.raises(ConfigError, match=r"tables.seed001-table1.published_from"):
         fill_published(config, expected)
+
+
+def test_said_once_entries_expand_as_before(config, monkeypatch):
+    """A fusion over a list of topic sets, a block per sample topic with its published values
+    from an expected file, and a sweep figure's sets from its sweep."""
+    from hybrid_ir.config import fill_published
+
+    monkeypatch.chdir(REPO)
+    validate_config(config, SCHEMA)
+    fusions = config["fusions"]["arqmath"]
+    assert set(fusions["arqmath1"]) == {"rrf-psu-bm25-tf", *fusions["arqmath2"]}
+    assert fusions["arqmath2"]["rrf-bm25-tfidf-qa"] == {
+        "method": "rrf",
+        "runs": ["bm25-flat", "tfidf-qa"],
+        "params": {"rrf_k": 60},
+    }
+    table = config["tables"]["cf-paper003-sample-queries"]
+    fill_published(config, [])
+    assert [block["topic"] for block in table["blocks"]] == ["39", "48", "73", "67"]
+    q48 = table["blocks"][1]
+    assert q48["name"].startswith("Q48: ")
+    assert [row["label"] for row in q48["rows"]] == ["VSR (Q48)", "Dense (Q48)", "Hybrid 0.8 (Q48)"]
+    assert q48["rows"][1]["published"] == {"P@1": 1.0, "P@3": 0.3333, "P@5": 0.4, "P@10": 0.5}
+    figure = config["figures"]["cf-ndcg-vs-lambda"]
+    assert (figure["collection"], figure["topics"], figure["qrels"]) == ("cf", "all", "graded")
+
+
+def test_a_published_file_without_published_values_is_named(config, tmp_path, monkeypatch):
+    from hybrid_ir.config import fill_published
+
+    monkeypatch.chdir(REPO)
+    validate_config(config, SCHEMA)
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("collection: cf\n")
+    config["tables"]["cf-paper003-sample-queries"]["published_from"] = str(empty)
+    with pytest.raises(ConfigError, match=r"published_from: .*no 'published' or 'published_by"):
+        fill_published(config, [])

@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybrid_ir import dense
-from hybrid_ir.dense import (
+from hybrid_ir.errors import ConfigError, InputFormatError
+from hybrid_ir.formats import write_records
+from hybrid_ir.neural import dense
+from hybrid_ir.neural.dense import (
     SentenceEncoder,
     dense_search,
     document_text,
@@ -19,8 +21,6 @@ from hybrid_ir.dense import (
     resolve_model,
     topic_texts,
 )
-from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import write_records
 
 # Nothing may reach the hub: sentence-transformers is imported lazily, after this line.
 os.environ["HF_HUB_OFFLINE"] = "1"

@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
-from hybrid_ir.dpr import DPRSettings, contrastive_loss, index_dpr, search_dpr, train_dpr
-from hybrid_ir.models import Encoder
-from hybrid_ir.rerank import rerank_by_embeddings
+from hybrid_ir.neural.dpr import DPRSettings, contrastive_loss, index_dpr, search_dpr, train_dpr
+from hybrid_ir.neural.models import Encoder
+from hybrid_ir.neural.rerank import rerank_by_embeddings
 
 DOCUMENTS = {
     "d1": "prove the prime number inequality",
@@ -77,12 +77,13 @@ def test_head_truncation_keeps_the_first_pieces(tiny_bert):
 
 
 def test_the_encoder_registry_runs_dpr_from_its_config_entry(tiny_bert, tmp_path):
-    from hybrid_ir.encoders import Job, encoder
     from hybrid_ir.errors import ConfigError
+    from hybrid_ir.neural.encoders import Job, encoder
 
     triplets = tmp_path / "triplets.jsonl"
     triplets.write_text("".join(json.dumps(t) + "\n" for t in TRIPLETS))
-    entry = {"steps": 4, "batch_size": 2, "lr": 1e-3, "seed": 3, "passage_max_length": 32}
+    entry = {"steps": 4, "batch_size": 2, "lr": 1e-3, "seed": 3, "weight_decay": 0.01}
+    entry |= {"query_max_length": 64, "passage_max_length": 32, "encode_batch_size": 32}
     dpr = encoder("dpr")
     facts = dpr.train(str(tiny_bert), triplets, tmp_path / "dpr", entry, Job())
     assert facts["epochs"] == 4.0

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from hybrid_ir.errors import ConfigError, HybridIRError
-from hybrid_ir.models import add_math_tokens, load_tokenizer, tokenizations_match
-from hybrid_ir.pretrain import (
+from hybrid_ir.neural.models import add_math_tokens, load_tokenizer, tokenizations_match
+from hybrid_ir.neural.pretrain import (
     IGNORE,
     IS_NEXT,
     NOT_NEXT,
@@ -132,7 +132,7 @@ KILLER = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    import hybrid_ir.pretrain as module
+    import hybrid_ir.neural.pretrain as module
     sys.path.insert(0, {tests!r})
     from test_pretrain import DOCS, MATH, _settings
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from hybrid_ir.errors import InputFormatError
-from hybrid_ir.triplets import build_triplets, read_triplets
+from hybrid_ir.neural.triplets import build_triplets, read_triplets
 
 
 def _answer(answer, question, tags, **extra):

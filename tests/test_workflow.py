@@ -99,7 +99,6 @@ def workdir(tmp_path_factory) -> Path:
         "bm25": {
             "k1": 0.9,
             "b": 0.4,
-            "hits": 10,
             "threads": 1,
             "experiments": {
                 "toy": {
@@ -112,8 +111,11 @@ def workdir(tmp_path_factory) -> Path:
             },
         },
         "expected": ["expected/toy.yaml"],
+        "run_depth": 10,
         "external_runs": {"toy": {"test": {"other": EXTERNAL_RUN}}},
-        "fusions": {"toy": {"test": {"rrf": {"method": "rrf", "runs": ["bm25-flat", "other"]}}}},
+        "fusions": {
+            "toy": {"rrf": {"topics": "test", "method": "rrf", "runs": ["bm25-flat", "other"]}}
+        },
         "crossval": {
             "toy-linear": {
                 "collection": "toy",
@@ -282,11 +284,11 @@ def test_missing_mirror_file_stops_with_one_line(workdir, tmp_path):
 def test_schema_violation_stops_before_any_job(workdir, tmp_path):
     copy = copy_of(workdir, tmp_path)
     config = yaml.safe_load((copy / "config.yaml").read_text())
-    config["bm25"]["hits"] = 0
+    config["run_depth"] = 0
     (copy / "config.yaml").write_text(yaml.safe_dump(config))
     result = snakemake(copy)
     assert result.returncode != 0
-    assert "hybrid-ir: config: bm25.hits: 0 is less than the minimum of 1" in result.stderr
+    assert "hybrid-ir: config: run_depth: 0 is less than the minimum of 1" in result.stderr
     assert not (copy / "results").exists()
 
 

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
+import yaml
+
 from hybrid_ir import paths
 from hybrid_ir.errors import CheckFailed, ConfigError
 from hybrid_ir.formats import atomic_output
@@ -136,3 +138,34 @@ def assert_all_passed(summary_path: str | Path) -> int:
             f"{len(failed)} of {len(rows)} checks failed ({summary_path}): {described}"
         )
     return len(rows)
+
+
+def topic_sets(experiment: dict) -> list[str]:
+    """An experiment's topic sets: ``topics`` is one name or a list of names."""
+    topics = experiment["topics"]
+    return [topics] if isinstance(topics, str) else list(topics)
+
+
+def evaluation_pairs(experiment: dict) -> list[tuple[str, str]]:
+    """(topic set, qrels set) pairs an experiment evaluates.
+
+    With one topic set, every listed qrels set judges it (CF: ``all`` with ``binary`` and
+    ``graded``); with several, each topic set is judged by the qrels set of the same name
+    (ARQMath: ``arqmath1`` and ``arqmath2``).
+    """
+    sets = topic_sets(experiment)
+    if len(sets) == 1:
+        return [(sets[0], qrels) for qrels in experiment["qrels"]]
+    return [(topics, topics) for topics in sets if topics in experiment["qrels"]]
+
+
+def load_expected(paths: list[str | Path]) -> list[dict]:
+    """Expected-score files (pyserini 2CR style), each with its own path for messages."""
+    documents = []
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            document = yaml.safe_load(handle)
+        if not isinstance(document, dict) or "collection" not in document:
+            raise ConfigError(f"{path}: an expected-scores file needs a 'collection' key")
+        documents.append({**document, "path": str(path)})
+    return documents

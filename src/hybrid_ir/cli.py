@@ -51,18 +51,18 @@ def _convert(args: argparse.Namespace) -> None:
 
 
 def _index(args: argparse.Namespace) -> None:
-    from hybrid_ir.index import build_bm25_index
+    from hybrid_ir.lucene.index import build_bm25_index
 
     stats = build_bm25_index(args.corpus, args.index, args.layout, threads=args.threads)
     print(json.dumps(stats, sort_keys=True))
 
 
 def _search(args: argparse.Namespace) -> None:
-    from hybrid_ir.search import bm25_search
+    from hybrid_ir.lucene.search import bm25_search
 
     lines = bm25_search(
         args.index, args.topics, args.output, layout=args.layout, k1=args.k1, b=args.b,
-        hits=args.hits, remove_query=args.remove_query, query_fields=args.query_fields,
+        depth=args.depth, remove_query=args.remove_query, query_fields=args.query_fields,
         tag=args.tag, threads=args.threads,
     )  # fmt: skip
     print(f"{lines} lines written to {args.output}")
@@ -181,7 +181,7 @@ def _add_input_options(parser: argparse.ArgumentParser, qrels: bool = True) -> N
 
 
 # Options that count something: a value below 1 is refused as a one-line error (exit 1).
-_POSITIVE_OPTIONS = ("depth", "folds", "hits", "threads", "max_relevance")
+_POSITIVE_OPTIONS = ("depth", "folds", "threads", "max_relevance")
 
 
 def _check_positive(args: argparse.Namespace) -> None:
@@ -239,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--layout", choices=["flat", "multifield"], default="flat")
     search.add_argument("--k1", type=float, default=0.9)
     search.add_argument("--b", type=float, default=0.4)
-    search.add_argument("--hits", type=int, default=1000)
+    search.add_argument("--depth", type=int, default=1000, help="documents kept per topic")
     search.add_argument("--remove-query", action="store_true")
     search.add_argument("--query-fields", nargs="+", default=["title", "text"])
     search.add_argument("--tag", default="bm25")

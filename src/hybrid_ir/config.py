@@ -9,8 +9,9 @@ from typing import Any
 import jsonschema
 import yaml
 
-from hybrid_ir.encoders import ENCODERS
+from hybrid_ir.checks import topic_sets
 from hybrid_ir.errors import ConfigError
+from hybrid_ir.neural.encoders import ENCODERS
 
 
 def _location(error: jsonschema.ValidationError) -> str:
@@ -48,8 +49,15 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
         first = errors[0]
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         raise ConfigError(f"{source}: {_location(first)}: {first.message}{more}")
-    _derive_defaults(config)
+    config["fusions"] = _fusions_by_topic_set(config["fusions"])
+    for by_topics in config["external_runs"].values():
+        for runs in by_topics.values():
+            for name, entry in runs.items():
+                runs[name] = {"path": entry} if isinstance(entry, str) else entry
+                runs[name].setdefault("format", None)
+    _sweep_figures_from_sweeps(config, source)
     expand_topic_lists(config, source)
+    _derive_defaults(config)
     _check_references(config, source)
 
 
@@ -62,8 +70,8 @@ def expand_topic_lists(config: dict, source: str = "config") -> None:
 
     The entry's name must contain ``{topics}`` (e.g. ``paper000-table1-{topics}``); in the copy
     for set ``a``, ``{topics}`` in the name and in any text becomes ``a`` and ``{topics_name}``
-    the collection's display name of the set (``topic_names``, else the set's own name), and
-    ``qrels`` defaults to the set of the same name.
+    the collection's display name of the set (``topic_names``, else the set's own name). A table
+    block with ``per_topic`` becomes one block per topic.
     """
     for section in EXPANDED_SECTIONS:
         expanded: dict[str, dict] = {}
@@ -81,11 +89,22 @@ def expand_topic_lists(config: dict, source: str = "config") -> None:
                 shown = collection.get("topic_names", {}).get(topic_set, topic_set)
                 values = {"{topics}": topic_set, "{topics_name}": shown}
                 one_set = _substituted(entry, values) | {"topics": topic_set}
-                one_set.setdefault("qrels", topic_set)
                 _add_once(
                     expanded, name.replace("{topics}", topic_set), one_set, f"{source}: {section}"
                 )
         config[section] = expanded
+    for table in config["tables"].values():
+        table["blocks"] = [one for block in table["blocks"] for one in _per_topic_blocks(block)]
+
+
+def _per_topic_blocks(block: dict) -> list[dict]:
+    if "per_topic" not in block:
+        return [block]
+    rows = block["rows"]
+    return [
+        {"name": name, "topic": topic, "rows": _substituted(rows, {"{topic}": topic})}
+        for topic, name in block["per_topic"].items()
+    ]
 
 
 def _add_once(entries: dict[str, dict], name: str, entry: dict, where: str) -> None:
@@ -106,35 +125,53 @@ def _substituted(value: Any, values: dict[str, str]) -> Any:
     return value
 
 
+def _fusions_by_topic_set(fusions: dict) -> dict:
+    """``collection -> run -> {topics: [a, b], ...}`` as ``collection -> topic set -> run``,
+    the shape of the other run sections (one fused run per listed set)."""
+    by_set: dict[str, dict[str, dict]] = {}
+    for collection, entries in fusions.items():
+        by_set[collection] = {}
+        for name, entry in entries.items():
+            settings = {key: value for key, value in entry.items() if key != "topics"}
+            for topics in topic_sets(entry):
+                by_set[collection].setdefault(topics, {})[name] = copy.deepcopy(settings)
+    return by_set
+
+
+def _sweep_figures_from_sweeps(config: dict, source: str) -> None:
+    for name, figure in config["figures"].items():
+        if figure["kind"] != "sweep":
+            continue
+        if figure.get("sweep") not in config["sweeps"]:
+            raise ConfigError(f"{source}: figures.{name}.sweep: no sweep {figure.get('sweep')!r}")
+        sweep = config["sweeps"][figure["sweep"]]
+        for key in ("collection", "topics", "qrels"):
+            if key in sweep:
+                figure.setdefault(key, sweep[key])
+
+
 def _derive_defaults(config: dict) -> None:
-    """Defaults that are other settings' values, so the schema cannot hold them."""
-    for retrievers in config["retrievers"].values():
+    """Defaults that are other settings' values, so the schema cannot hold them: the run
+    depth, the seed, a qrels set named as its topic set, triplet passages as documents."""
+    for collection, retrievers in config["retrievers"].items():
         for retriever in retrievers.values():
             retriever.setdefault("depth", config["run_depth"])
+            sets = config["collections"].get(collection, {}).get("topics", [])
+            retriever.setdefault("topics", list(sets))
+    for section in ("tables", "crossval", "figures", "sweeps"):
+        for entry in config[section].values():
+            entry.setdefault("qrels", entry["topics"])
+            if "select_on" in entry:
+                entry["select_on"].setdefault("qrels", entry["select_on"]["topics"])
+    for entry in config["crossval"].values():
+        entry.setdefault("seed", config["seed"])
     math = config.get("math_models")
     if math:
-        math.setdefault("hits", config["run_depth"])
+        seeded = [math["pretraining"], *(math[k] for k in ("triplets", *ENCODERS) if k in math)]
+        for settings in seeded:
+            settings.setdefault("seed", config["seed"])
         if "triplets" in math:
             math["triplets"].setdefault("passage_fields", math["doc_fields"])
-
-
-def topic_sets(experiment: dict) -> list[str]:
-    """An experiment's topic sets: ``topics`` is one name or a list of names."""
-    topics = experiment["topics"]
-    return [topics] if isinstance(topics, str) else list(topics)
-
-
-def evaluation_pairs(experiment: dict) -> list[tuple[str, str]]:
-    """(topic set, qrels set) pairs an experiment evaluates.
-
-    With one topic set, every listed qrels set judges it (CF: ``all`` with ``binary`` and
-    ``graded``); with several, each topic set is judged by the qrels set of the same name
-    (ARQMath: ``arqmath1`` and ``arqmath2``).
-    """
-    sets = topic_sets(experiment)
-    if len(sets) == 1:
-        return [(sets[0], qrels) for qrels in experiment["qrels"]]
-    return [(topics, topics) for topics in sets if topics in experiment["qrels"]]
 
 
 def systems(config: dict, collection: str, topics: str) -> dict[str, str]:
@@ -161,6 +198,21 @@ def systems(config: dict, collection: str, topics: str) -> dict[str, str]:
                 )
             origins[name] = origin
     return origins
+
+
+def run_measures(
+    config: dict, expected: list[dict], collection: str, system: str, qrels: str
+) -> list[str]:
+    """A run's measures against a qrels set: its BM25 experiment's, then any other metric an
+    expected-scores file asks of it."""
+    measures = []
+    if collection in config["bm25"]["experiments"]:
+        measures += config["bm25"]["experiments"][collection]["qrels"].get(qrels, [])
+    for document in expected:
+        if document["collection"] == collection:
+            asked = document.get("runs", {}).get(system, {}).get(qrels, {})
+            measures += [metric for metric in asked if metric not in measures]
+    return measures
 
 
 def math_model_runs(math: dict) -> dict[str, dict]:
@@ -353,33 +405,35 @@ def _check_references(config: dict, source: str) -> None:
 
 
 def fill_published(config: dict, expected: list[dict], source: str = "config") -> None:
-    """Give each row of a table with ``published_from`` (an expected-scores file listed in
-    ``expected``) the values that file publishes for the row's run, so that a paper's numbers
-    are written once, where their source is named."""
+    """Give each row of a table with ``published_from`` the values that file publishes for the
+    row's run (``published``: run -> column -> value), or for the run on the block's topic
+    (``published_by_topic``: topic -> run -> column -> value), so that a paper's numbers are
+    written once, where their source is named. The file is an expected-scores file or one
+    holding published numbers only."""
     documents = {document["path"]: document for document in expected}
     for name, table in config["tables"].items():
         if "published_from" not in table:
             continue
-        document = documents.get(table["published_from"])
-        if document is None:
-            raise ConfigError(
-                f"{source}: tables.{name}.published_from: {table['published_from']!r} is not "
-                "one of the files listed under expected"
-            )
-        published = document.get("published", {})
+        path = table["published_from"]
+        if path not in documents:
+            documents[path] = _published_file(path, f"{source}: tables.{name}.published_from")
+        document = documents[path]
         for block in table["blocks"]:
+            if "topic" in block:
+                published = document.get("published_by_topic", {}).get(block["topic"], {})
+            else:
+                published = document.get("published", {})
             for row in block["rows"]:
                 if "run" in row and row["run"] in published and "published" not in row:
                     row["published"] = dict(published[row["run"]])
 
 
-def load_expected(paths: list[str | Path]) -> list[dict]:
-    """Expected-score files (pyserini 2CR style), each with its own path for messages."""
-    documents = []
-    for path in paths:
+def _published_file(path: str, where: str) -> dict:
+    try:
         with open(path, encoding="utf-8") as handle:
             document = yaml.safe_load(handle)
-        if not isinstance(document, dict) or "collection" not in document:
-            raise ConfigError(f"{path}: an expected-scores file needs a 'collection' key")
-        documents.append({**document, "path": str(path)})
-    return documents
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"{where}: cannot read {path!r}: {error}") from None
+    if not isinstance(document, dict) or not {"published", "published_by_topic"} & set(document):
+        raise ConfigError(f"{where}: {path!r} has no 'published' or 'published_by_topic' section")
+    return document

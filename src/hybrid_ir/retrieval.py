@@ -33,6 +33,27 @@ class Request:
     tune: Mapping[str, Any] | None = None
     tune_topics: Path | None = None
     tune_qrels: Path | None = None
+    threads: int | None = None
+
+
+def request_from(entry: Mapping[str, Any], files: Mapping[str, Any], threads: int) -> Request:
+    """The request of a configured retriever (``retrievers.<collection>.<run>``, defaults
+    filled) and the job's named input files (``corpus``, ``topics``, optionally ``base``,
+    ``tune_topics``, ``tune_qrels``); torch-based models use ``threads``."""
+    return Request(
+        corpus=files["corpus"],
+        topics=files["topics"],
+        params=entry["params"],
+        doc_fields=entry["doc_fields"],
+        query_fields=entry["query_fields"],
+        analyzer=entry.get("analyzer"),
+        depth=entry["depth"],
+        base=files.get("base"),
+        tune=entry.get("tune"),
+        tune_topics=files.get("tune_topics"),
+        tune_qrels=files.get("tune_qrels"),
+        threads=threads,
+    )
 
 
 def _texts(path: Path, fields: Sequence[str]) -> dict[str, str]:
@@ -99,10 +120,9 @@ def sparse_bm25(request: Request) -> tuple[Run, dict]:
 
 def dense(request: Request) -> tuple[Run, dict]:
     """Sentence-encoder retrieval by cosine similarity (paper 003's dense side)."""
-    from hybrid_ir.dense import SentenceEncoder, dense_search, document_text, topic_texts
+    from hybrid_ir.neural.dense import SentenceEncoder, dense_search, document_text, topic_texts
 
-    params = dict(request.params)
-    encoder = SentenceEncoder(**params)
+    encoder = SentenceEncoder(**{"threads": request.threads, **request.params})
     records = list(read_records(request.corpus))
     embeddings = encoder.encode([document_text(record, request.doc_fields) for record in records])
     queries = topic_texts(read_records(request.topics), request.query_fields)

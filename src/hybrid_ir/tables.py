@@ -37,7 +37,7 @@ def _expected_band(expected: list[dict], collection: str, run: str, qrels: str, 
 
 def bm25_rows(experiments: dict, expected: list[dict], root: str | Path = ".") -> list[ScoreRow]:
     """One row per collection, layout, qrels set and metric of the configured BM25 runs."""
-    from hybrid_ir.config import evaluation_pairs
+    from hybrid_ir.checks import evaluation_pairs
     from hybrid_ir.evaluate import resolve_measures
 
     rows = []

@@ -7,17 +7,16 @@ from snakemake.logging import logger
 
 from hybrid_ir import paths
 from hybrid_ir.code_digest import code_digest
-from hybrid_ir.checks import checks_from_expected
+from hybrid_ir.checks import checks_from_expected, evaluation_pairs, load_expected
 from hybrid_ir.config import (
     config_warnings,
-    evaluation_pairs,
     fill_published,
-    load_expected,
     math_model_runs,
+    run_measures,
     systems,
     validate_config,
 )
-from hybrid_ir.encoders import ENCODERS
+from hybrid_ir.neural.encoders import ENCODERS
 from hybrid_ir.errors import HybridIRError
 from hybrid_ir.fetch import load_manifest, mirror_root
 
@@ -46,11 +45,12 @@ RETRIEVERS = config["retrievers"]
 SWEEPS = config["sweeps"]
 FIGURES = config["figures"]
 RUN_DEPTH = config["run_depth"]
-MATH = config.get("math_models") or {}
+MATH = config["math_models"]
 MATH_RUNS = math_model_runs(MATH) if MATH else {}
 LAYOUTS = ("flat", "multifield")
-# One environment for every rule; its path is relative to the rule files in workflow/rules.
+# One environment for every rule; a conda path is relative to the file of its rule.
 CONDA_ENV = "../../envs/hybrid-ir.yaml"
+MATH_CONDA_ENV = "../../../envs/hybrid-ir.yaml"  # rules in workflow/rules/math
 
 
 def code_version(script):
@@ -117,20 +117,6 @@ def expected_artifacts():
     )
 
 
-def measures_for(collection, system, qrels):
-    """Configured measures plus any metric an expected-scores file asks of this run."""
-    measures = []
-    if collection in BM25["experiments"]:
-        measures += BM25["experiments"][collection]["qrels"].get(qrels) or []
-    for document in EXPECTED:
-        if document["collection"] == collection:
-            expected = (document.get("runs") or {}).get(system) or {}
-            measures += [
-                metric for metric in expected.get(qrels) or {} if metric not in measures
-            ]
-    return measures
-
-
 def names_in(origin):
     """Run names of a ``collection -> topics -> name`` config section."""
     return {
@@ -142,13 +128,8 @@ def names_in(origin):
 
 
 def external_run(wildcards):
-    """An imported run's ``{path, format?}``; the config may give the path alone."""
-    entry = EXTERNAL_RUNS[wildcards.collection][wildcards.topics][wildcards.system]
-    return external_run_entry(entry)
-
-
-def external_run_entry(entry):
-    return {"path": entry} if isinstance(entry, str) else entry
+    """An imported run's ``{path, format}`` (validation turns a bare path into one)."""
+    return EXTERNAL_RUNS[wildcards.collection][wildcards.topics][wildcards.system]
 
 
 def run_path(collection, topics, system):
@@ -279,7 +260,8 @@ def pretraining_settings(backbone):
 
 def backbone_source(wildcards, input):
     """What a fine-tuning step loads: the pretrained directory, or the configured model."""
-    return input.get("backbone") or MATH["backbones"][wildcards.backbone]["model"]
+    backbone = MATH["backbones"][wildcards.backbone]
+    return input.backbone if backbone["pretrain"] else backbone["model"]
 
 
 def all_qrels():
@@ -326,7 +308,7 @@ for _collection, _by_topics in EXTERNAL_RUNS.items():
     for _topics, _runs in _by_topics.items():
         for _system, _entry in _runs.items():
             raw_file(
-                external_run_entry(_entry)["path"],
+                _entry["path"],
                 f"external_runs.{_collection}.{_topics}.{_system}",
             )
 

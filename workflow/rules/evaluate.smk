@@ -10,6 +10,8 @@ rule evaluate_run:
         CONDA_ENV
     params:
         code=code_version("evaluate_run"),
-        measures=lambda w: measures_for(w.collection, w.system, w.qrels),
+        measures=lambda w: run_measures(
+            config, EXPECTED, w.collection, w.system, w.qrels
+        ),
     script:
         "../scripts/evaluate_run.py"

@@ -16,7 +16,7 @@ rule bm25_search:
         layout="{layout}",
         k1=BM25["k1"],
         b=BM25["b"],
-        hits=BM25["hits"],
+        depth=RUN_DEPTH,
         remove_query=lambda w: BM25["experiments"][w.collection]["remove_query"],
         query_fields=lambda w: BM25["experiments"][w.collection]["query_fields"],
         tag="bm25-{layout}",
@@ -50,7 +50,7 @@ rule import_run:
     params:
         code=code_version("import_run"),
         depth=RUN_DEPTH,
-        run_format=lambda w: external_run(w).get("format"),
+        run_format=lambda w: external_run(w)["format"],
     script:
         "../scripts/import_run.py"
 
@@ -75,55 +75,3 @@ rule retrieve:
         retriever=lambda w: RETRIEVERS[w.collection][w.system],
     script:
         "../scripts/retrieve.py"
-
-
-# The math language models' rules exist only where the configuration has them.
-if MATH:
-
-    rule encoder_search:
-        input:
-            model=paths.model("{encoder}", "{backbone}"),
-            index=paths.index("{collection}", "{encoder}-{backbone}"),
-            topics=lambda w: paths.pretok(w.collection, f"topics/{w.topics}"),
-        output:
-            run=paths.run("{collection}", "{topics}", "{encoder}-{backbone}"),
-        log:
-            paths.log("runs", "{collection}/{topics}/{encoder}-{backbone}"),
-        benchmark:
-            paths.benchmark("runs", "{collection}/{topics}/{encoder}-{backbone}")
-        conda:
-            CONDA_ENV
-        threads: MATH["threads"]
-        params:
-            code=code_version("encoder_search"),
-            settings=lambda w: MATH[w.encoder],
-            query_fields=MATH["query_fields"],
-            hits=MATH["hits"],
-            extensions=".cache/torch_extensions",
-        script:
-            "../scripts/encoder_search.py"
-
-    rule mlm_rerank:
-        input:
-            model=lambda w: paths.model("pretrained", MATH_RUNS[w.system]["backbone"]),
-            base=lambda w: run_path(w.collection, w.topics, MATH_RUNS[w.system]["base"]),
-            corpus=lambda w: paths.pretok(w.collection, "corpus"),
-            topics=lambda w: paths.pretok(w.collection, f"topics/{w.topics}"),
-        output:
-            run=paths.run("{collection}", "{topics}", "{system}"),
-        log:
-            paths.log("runs", "{collection}/{topics}/{system}.rerank"),
-        benchmark:
-            paths.benchmark("runs", "{collection}/{topics}/{system}")
-        wildcard_constraints:
-            system=alternatives(MATH["rerankers"]),
-        conda:
-            CONDA_ENV
-        threads: MATH["threads"]
-        params:
-            code=code_version("mlm_rerank"),
-            reranker=lambda w: MATH_RUNS[w.system],
-            doc_fields=MATH["doc_fields"],
-            query_fields=MATH["query_fields"],
-        script:
-            "../scripts/mlm_rerank.py"

@@ -14,6 +14,7 @@ rule bm25_table:
         experiments=BM25["experiments"],
         k1=BM25["k1"],
         b=BM25["b"],
+        depth=RUN_DEPTH,
     script:
         "../scripts/bm25_table.py"
 

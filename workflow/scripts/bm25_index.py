@@ -4,8 +4,8 @@ import json
 import logging
 
 from hybrid_ir.formats import atomic_output
-from hybrid_ir.index import build_bm25_index
 from hybrid_ir.logged import run_step
+from hybrid_ir.lucene.index import build_bm25_index
 
 
 def main():

@@ -3,7 +3,7 @@
 import logging
 
 from hybrid_ir.logged import run_step
-from hybrid_ir.search import bm25_search
+from hybrid_ir.lucene.search import bm25_search
 
 
 def main():
@@ -15,7 +15,7 @@ def main():
         layout=params.layout,
         k1=params.k1,
         b=params.b,
-        hits=params.hits,
+        depth=params.depth,
         remove_query=params.remove_query,
         query_fields=params.query_fields,
         tag=params.tag,

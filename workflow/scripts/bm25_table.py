@@ -1,6 +1,6 @@
 """Snakemake adapter: the BM25 table, reproduced numbers beside the expected ones."""
 
-from hybrid_ir.config import load_expected
+from hybrid_ir.checks import load_expected
 from hybrid_ir.logged import run_step
 from hybrid_ir.tables import bm25_averaging_notes, bm25_rows, write_csv, write_markdown
 
@@ -10,7 +10,8 @@ def main():
     rows = bm25_rows(params.experiments, load_expected(list(snakemake.input.expected)))
     write_csv(rows, snakemake.output.csv)
     notes = [
-        f"Lucene BM25 (pyserini 1.6.0, Anserini), k1={params.k1}, b={params.b}; top 1000 hits.",
+        f"Lucene BM25 (pyserini 1.6.0, Anserini), k1={params.k1}, b={params.b}; "
+        f"top {params.depth} hits.",
         *bm25_averaging_notes(params.experiments),
         "Expected values come from the files under expected/ (published or pinned; see each "
         "file's header); `–` means no expected value.",

@@ -2,8 +2,7 @@
 
 import logging
 
-from hybrid_ir.checks import run_checks, write_summary
-from hybrid_ir.config import load_expected
+from hybrid_ir.checks import load_expected, run_checks, write_summary
 from hybrid_ir.logged import run_step
 
 

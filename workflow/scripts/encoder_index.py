@@ -4,11 +4,11 @@ import json
 import logging
 from pathlib import Path
 
-from hybrid_ir.dense import topic_texts
-from hybrid_ir.encoders import Job, encoder
 from hybrid_ir.formats import atomic_output, read_records
 from hybrid_ir.logged import run_step
-from hybrid_ir.models import set_threads
+from hybrid_ir.neural.dense import topic_texts
+from hybrid_ir.neural.encoders import Job, encoder
+from hybrid_ir.neural.models import set_threads
 
 
 def main():

@@ -3,26 +3,26 @@
 import logging
 from pathlib import Path
 
-from hybrid_ir.dense import topic_texts
-from hybrid_ir.encoders import Job, encoder
 from hybrid_ir.formats import read_records
 from hybrid_ir.logged import run_step
-from hybrid_ir.models import set_threads
+from hybrid_ir.neural.dense import topic_texts
+from hybrid_ir.neural.encoders import Job, encoder
+from hybrid_ir.neural.models import set_threads
 from hybrid_ir.runs import write_run
 
 
 def main():
     set_threads(snakemake.threads)
-    settings, hits = snakemake.params.settings, snakemake.params.hits
+    settings, depth = snakemake.params.settings, snakemake.params.depth
     queries = topic_texts(
         read_records(snakemake.input.topics), snakemake.params.query_fields, separator="\n"
     )
     job = Job(extensions_dir=Path(snakemake.params.extensions))
     run = encoder(snakemake.wildcards.encoder).search(
-        Path(snakemake.input.model), Path(snakemake.input.index), queries, hits, settings, job
+        Path(snakemake.input.model), Path(snakemake.input.index), queries, depth, settings, job
     )
     tag = f"{snakemake.wildcards.encoder}-{snakemake.wildcards.backbone}"
-    lines = write_run(run, snakemake.output.run, tag=tag, k=hits)
+    lines = write_run(run, snakemake.output.run, tag=tag, k=depth)
     logging.info("%d topics, %d lines", len(run), lines)
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from hybrid_ir.figures import loss_curves
 from hybrid_ir.logged import run_step
-from hybrid_ir.models import read_vocabulary, set_threads
-from hybrid_ir.pretrain import mlm_documents, pretrain, settings_from_config, write_losses
+from hybrid_ir.neural.models import read_vocabulary, set_threads
+from hybrid_ir.neural.pretrain import mlm_documents, pretrain, settings_from_config, write_losses
 
 
 def main():

@@ -5,26 +5,13 @@ import logging
 
 from hybrid_ir.formats import atomic_output
 from hybrid_ir.logged import run_step
-from hybrid_ir.retrieval import Request, retrieve
+from hybrid_ir.retrieval import request_from, retrieve
 from hybrid_ir.runs import write_run
 
 
 def main():
     spec = snakemake.params.retriever
-    inputs = snakemake.input
-    request = Request(
-        corpus=inputs.corpus,
-        topics=inputs.topics,
-        params=spec["params"],
-        doc_fields=spec["doc_fields"],
-        query_fields=spec["query_fields"],
-        analyzer=spec.get("analyzer"),
-        depth=spec["depth"],
-        base=inputs.get("base"),
-        tune=spec.get("tune"),
-        tune_topics=inputs.get("tune_topics"),
-        tune_qrels=inputs.get("tune_qrels"),
-    )
+    request = request_from(spec, dict(snakemake.input.items()), snakemake.threads)
     run, facts = retrieve(spec["model"], request)
     lines = write_run(run, snakemake.output.run, tag=snakemake.wildcards.system, k=request.depth)
     facts |= {"model": spec["model"], "topics": len(run), "lines": lines}

@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from hybrid_ir.formats import atomic_output, read_qrels, read_records
 from hybrid_ir.logged import run_step
-from hybrid_ir.triplets import build_triplets
+from hybrid_ir.neural.triplets import build_triplets
 
 
 def main():

@@ -39,7 +39,7 @@ import numpy as np
 
 from hybrid_ir.errors import ConfigError, HybridIRError
 from hybrid_ir.formats import atomic_directory
-from hybrid_ir.models import (
+from hybrid_ir.neural.models import (
     add_math_tokens,
     backbone_path,
     load_tokenizer,
@@ -321,7 +321,7 @@ def pretrain(
     from tqdm import tqdm
     from transformers import get_linear_schedule_with_warmup
 
-    from hybrid_ir.models import seed_everything
+    from hybrid_ir.neural.models import seed_everything
 
     seed_everything(settings.seed)
     path = backbone_path(backbone)

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hybrid_ir.dense import document_text
 from hybrid_ir.errors import InputFormatError
 from hybrid_ir.formats import json_lines
+from hybrid_ir.neural.dense import document_text
 
 TRIPLET_KEYS = ("query_id", "query", "positive_id", "positive", "negative_id", "negative")
 

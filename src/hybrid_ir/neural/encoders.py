@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.models import backbone_path, training_steps
+from hybrid_ir.neural.models import backbone_path, training_steps
+from hybrid_ir.neural.triplets import read_triplets
 from hybrid_ir.runs import Run
-from hybrid_ir.triplets import read_triplets
 
 Settings = Mapping[str, Any]
 
@@ -36,7 +36,7 @@ class EncoderKind:
 
 
 def _train_dpr(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
-    from hybrid_ir.dpr import DPRSettings, train_dpr
+    from hybrid_ir.neural.dpr import DPRSettings, train_dpr
 
     loaded = read_triplets(triplets)
     known = {field.name for field in fields(DPRSettings)}
@@ -49,27 +49,27 @@ def _train_dpr(source: str, triplets: Path, output: Path, entry: Settings, job: 
 def _index_dpr(
     model: Path, documents: Mapping[str, str], index: Path, entry: Settings, job: Job
 ) -> dict:
-    from hybrid_ir.dpr import index_dpr
+    from hybrid_ir.neural.dpr import index_dpr
 
     return index_dpr(
         model,
         documents,
         index,
-        max_length=entry.get("passage_max_length", 512),
-        batch_size=entry.get("encode_batch_size", 32),
+        max_length=entry["passage_max_length"],
+        batch_size=entry["encode_batch_size"],
     )
 
 
 def _search_dpr(
-    model: Path, index: Path, queries: Mapping[str, str], hits: int, entry: Settings, job: Job
+    model: Path, index: Path, queries: Mapping[str, str], depth: int, entry: Settings, job: Job
 ) -> Run:
-    from hybrid_ir.dpr import search_dpr
+    from hybrid_ir.neural.dpr import search_dpr
 
-    return search_dpr(model, index, queries, hits, entry.get("query_max_length", 64))
+    return search_dpr(model, index, queries, depth, entry["query_max_length"])
 
 
 def _train_colbert(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
-    from hybrid_ir.colbert import train_colbert
+    from hybrid_ir.neural.colbert import train_colbert
 
     return train_colbert(
         Path(backbone_path(source)),
@@ -78,10 +78,10 @@ def _train_colbert(source: str, triplets: Path, output: Path, entry: Settings, j
         steps=training_steps(entry, len(read_triplets(triplets))),
         batch_size=entry["batch_size"],
         lr=entry["lr"],
-        weight_decay=entry.get("weight_decay", 0.01),
-        dim=entry.get("dim", 128),
-        query_maxlen=entry.get("query_maxlen", 32),
-        doc_maxlen=entry.get("doc_maxlen", 180),
+        weight_decay=entry["weight_decay"],
+        dim=entry["dim"],
+        query_maxlen=entry["query_maxlen"],
+        doc_maxlen=entry["doc_maxlen"],
         seed=entry["seed"],
         extensions_dir=job.extensions_dir,
     )
@@ -90,25 +90,25 @@ def _train_colbert(source: str, triplets: Path, output: Path, entry: Settings, j
 def _index_colbert(
     model: Path, documents: Mapping[str, str], index: Path, entry: Settings, job: Job
 ) -> dict:
-    from hybrid_ir.colbert import index_colbert
+    from hybrid_ir.neural.colbert import index_colbert
 
     return index_colbert(
         model,
         documents,
         index,
-        nbits=entry.get("nbits", 2),
-        doc_maxlen=entry.get("doc_maxlen", 180),
+        nbits=entry["nbits"],
+        doc_maxlen=entry["doc_maxlen"],
         extensions_dir=job.extensions_dir,
         seed=entry["seed"],
     )
 
 
 def _search_colbert(
-    model: Path, index: Path, queries: Mapping[str, str], hits: int, entry: Settings, job: Job
+    model: Path, index: Path, queries: Mapping[str, str], depth: int, entry: Settings, job: Job
 ) -> Run:
-    from hybrid_ir.colbert import search_colbert
+    from hybrid_ir.neural.colbert import search_colbert
 
-    return search_colbert(model, index, queries, k=hits, extensions_dir=job.extensions_dir)
+    return search_colbert(model, index, queries, k=depth, extensions_dir=job.extensions_dir)
 
 
 ENCODERS: dict[str, EncoderKind] = {

@@ -70,10 +70,10 @@ from colbert.utils.amp import MixedPrecisionManager
 from tqdm import tqdm
 
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.models import directory_size, seed_everything
+from hybrid_ir.neural.models import directory_size, seed_everything
+from hybrid_ir.neural.triplets import read_triplets
 from hybrid_ir.runs import Run as RunDict
 from hybrid_ir.runs import canonicalize
-from hybrid_ir.triplets import read_triplets
 
 LOGGER = logging.getLogger(__name__)
 

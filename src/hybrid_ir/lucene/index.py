@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.formats import atomic_directory, atomic_output, read_records
-from hybrid_ir.lucene import pyserini_modules
+from hybrid_ir.lucene.jvm import pyserini_modules
 
 ANSERINI_COLLECTIONS = {"flat": "BeirFlatCollection", "multifield": "BeirMultifieldCollection"}
 

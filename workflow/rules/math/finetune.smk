@@ -1,5 +1,5 @@
 # The schema requires `triplets` beside `dpr` or `colbert`, the only users of this file's rules.
-TRIPLETS = MATH.get("triplets") or {"collections": []}
+TRIPLETS = MATH["triplets"] if "triplets" in MATH else {"collections": []}
 TRIPLET_COLLECTIONS = TRIPLETS["collections"]
 
 
@@ -21,13 +21,13 @@ rule triplets:
     log:
         paths.log("models", "triplets"),
     conda:
-        CONDA_ENV
+        MATH_CONDA_ENV
     params:
         code=code_version("triplets"),
         collections=TRIPLET_COLLECTIONS,
         settings=TRIPLETS,
     script:
-        "../scripts/triplets.py"
+        "../../scripts/triplets.py"
 
 
 rule finetune:
@@ -42,7 +42,7 @@ rule finetune:
     benchmark:
         paths.benchmark("models", "{encoder}-{backbone}")
     conda:
-        CONDA_ENV
+        MATH_CONDA_ENV
     threads: MATH["threads"]
     params:
         code=code_version("finetune"),
@@ -51,4 +51,4 @@ rule finetune:
         device=MATH["device"],
         extensions=".cache/torch_extensions",
     script:
-        "../scripts/finetune.py"
+        "../../scripts/finetune.py"

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from hybrid_ir.formats import atomic_directory
-from hybrid_ir.models import Encoder, backbone_path, directory_size, load_tokenizer
+from hybrid_ir.neural.models import Encoder, backbone_path, directory_size, load_tokenizer
 from hybrid_ir.runs import Run
 
 logger = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ def train_dpr(backbone: str, triplets: Sequence[dict], output: Path, settings: D
     from tqdm import tqdm
     from transformers import AutoModel, get_linear_schedule_with_warmup
 
-    from hybrid_ir.models import seed_everything
+    from hybrid_ir.neural.models import seed_everything
 
     seed_everything(settings.seed)
     path = backbone_path(backbone)

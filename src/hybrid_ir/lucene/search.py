@@ -8,7 +8,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from hybrid_ir.formats import RunEntry, read_records
-from hybrid_ir.lucene import pyserini_modules
+from hybrid_ir.lucene.jvm import pyserini_modules
 from hybrid_ir.runs import write_entries
 
 # Pyserini's multifield BEIR regressions weigh both fields equally.
@@ -28,7 +28,7 @@ def bm25_search(
     layout: str,
     k1: float,
     b: float,
-    hits: int,
+    depth: int,
     remove_query: bool,
     query_fields: Sequence[str],
     tag: str,
@@ -38,7 +38,7 @@ def bm25_search(
     """Search every topic and write a TREC run; return the number of lines written.
 
     As pyserini's ``--remove-query`` does, a document whose id equals the query id is dropped
-    after retrieving ``hits`` documents, so such a topic keeps ``hits - 1`` results.
+    after retrieving ``depth`` documents, so such a topic keeps ``depth - 1`` results.
     """
     searcher = pyserini_modules().LuceneSearcher(str(index_dir))
     searcher.set_bm25(k1, b)
@@ -51,7 +51,7 @@ def bm25_search(
             batch = topics[start : start + batch_size]
             query_ids = [str(topic["id"]) for topic in batch]
             queries = [query_text(topic, query_fields) for topic in batch]
-            results = searcher.batch_search(queries, query_ids, hits, threads, fields=fields)
+            results = searcher.batch_search(queries, query_ids, depth, threads, fields=fields)
             for query_id in query_ids:
                 kept = [
                     hit for hit in results[query_id] if not (remove_query and hit.docid == query_id)

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hybrid_ir.dense import resolve_model
 from hybrid_ir.errors import ConfigError
+from hybrid_ir.neural.dense import resolve_model
 
 logger = logging.getLogger(__name__)
 

@@ -9,12 +9,12 @@ rule math_vocabulary:
     log:
         paths.log("models", "math_vocabulary"),
     conda:
-        CONDA_ENV
+        MATH_CONDA_ENV
     params:
         code=code_version("math_vocabulary"),
         min_count=MATH["vocabulary"]["min_count"],
     script:
-        "../scripts/math_vocabulary.py"
+        "../../scripts/math_vocabulary.py"
 
 
 rule pretrain:
@@ -31,7 +31,7 @@ rule pretrain:
     benchmark:
         paths.benchmark("models", "pretrain-{backbone}")
     conda:
-        CONDA_ENV
+        MATH_CONDA_ENV
     threads: MATH["threads"]
     params:
         code=code_version("pretrain"),
@@ -43,4 +43,4 @@ rule pretrain:
         # fails: a killed run resumes from them.
         workdir=paths.checkpoints("{backbone}"),
     script:
-        "../scripts/pretrain.py"
+        "../../scripts/pretrain.py"

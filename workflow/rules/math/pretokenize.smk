@@ -14,10 +14,10 @@ for _name in MATH["pretokenize"]:
         benchmark:
             paths.benchmark("pretok", _name)
         conda:
-            CONDA_ENV
+            MATH_CONDA_ENV
         params:
             code=code_version("pretokenize"),
             fields=MATH["pretokenize"][_name]["fields"],
             formula_fields=MATH["pretokenize"][_name]["formula_fields"],
         script:
-            "../scripts/pretokenize.py"
+            "../../scripts/pretokenize.py"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from hybrid_ir.models import Encoder
+from hybrid_ir.neural.models import Encoder
 from hybrid_ir.runs import Run, ranked
 
 

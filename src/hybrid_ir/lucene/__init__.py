@@ -1,0 +1,1 @@
+"""BM25 through Lucene (pyserini): the JVM, indexing and search."""

@@ -1,0 +1,1 @@
+"""Trained and pretrained neural models: encoders, their training, indexing and search."""
