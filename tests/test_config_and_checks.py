@@ -232,3 +232,11 @@ def test_a_published_file_without_published_values_is_named(config, tmp_path, mo
     config["tables"]["cf-paper003-sample-queries"]["published_from"] = str(empty)
     with pytest.raises(ConfigError, match=r"published_from: .*no 'published' or 'published_by"):
         fill_published(config, [])
+
+
+def test_a_retriever_of_an_unknown_collection_is_named(config):
+    """A retriever's topic sets default to its collection's, so an unknown collection must not
+    pass as a retriever with no topics."""
+    config["retrievers"]["cfx"] = {"vsr": {"model": "tfidf_cosine"}}
+    with pytest.raises(ConfigError, match=r"retrievers.cfx: no collection 'cfx'"):
+        validate_config(config, SCHEMA)

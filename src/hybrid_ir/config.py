@@ -289,6 +289,8 @@ def _check_runs_and_tables(config: dict) -> None:
                 _check_collection_sets(config, where, {"collection": collection, "topics": topics})
                 systems(config, collection, topics)
     for collection, retrievers in config.get("retrievers", {}).items():
+        if collection not in config["collections"]:
+            raise ConfigError(f"config: retrievers.{collection}: no collection {collection!r}")
         for name, retriever in retrievers.items():
             where = f"retrievers.{collection}.{name}"
             for topics in retriever["topics"]:
