@@ -36,6 +36,7 @@ benchmark: setup
 	$(BIN)/python benchmarks/crossval_vs_pya0.py
 	$(BIN)/python benchmarks/sparse_dense.py
 	$(BIN)/python benchmarks/math_models.py
+	$(BIN)/python benchmarks/structure.py
 
 # The rule graph of docs/architecture.md (needs Graphviz: Debian's graphviz package).
 docs: setup

@@ -10,6 +10,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/index.smk"
 include: "workflow/rules/retrieve.smk"
+include: "workflow/rules/structure.smk"
 
 
 # The math language models (paper 000's left half), optional in a configuration: one rule

@@ -27,8 +27,10 @@ import pytest
 import yaml
 from scipy.stats import ttest_rel
 
+from hybrid_ir.errors import ConfigError
 from hybrid_ir.tables import (
     Cell,
+    largest_gain_notes,
     overlap_notes,
     render_latex,
     render_markdown,
@@ -546,6 +548,73 @@ def test_verdict_notes_of_the_toy_table(table):
         "Other_run (RR 0.800) beats only Ref_BM25 among the compared rows "
         "(Ref_BM25 0.417, Better 50% & more 0.900)."
     ]
+
+
+# largest_gain_notes ----------------------------------------------------------------------------
+
+
+def _gains_spec(spec, gains: list[dict]):
+    config = {**yaml.safe_load(CONFIG_YAML), "largest_gains": gains}
+    return table_spec("toy_table", config, {row.label: row.source for row in spec.rows})
+
+
+def test_largest_gain_notes_of_the_toy_table(table):
+    spec, per_query, aggregate, cells = table
+    gains = [
+        {"row": "Better 50% & more", "over": ["Ref_BM25", "Other_run"], "measure": "RR"},
+        {"row": "Better 50% & more", "over": ["Ref_BM25"], "measure": "P@1"},
+        {"row": "Other_run", "over": ["Fused (CV alpha)"], "measure": "P@1"},
+        {"row": "Fused (CV alpha)", "over": ["Other_run"], "measure": "P@1"},
+        {"row": "Ref_BM25", "over": ["Better 50% & more"], "measure": "P@1"},
+    ]
+    spec = _gains_spec(spec, gains)
+    notes = largest_gain_notes(spec, per_query)
+    assert notes == [
+        # RR gains over Ref 1/2 1/2 2/3 1/4 1/2: topic 3 (1/3 -> 1).
+        'Largest RR gain of "Better 50% & more" over "Ref_BM25": topic 3 (0.333 -> 1.000).',
+        # over Other 0 1/2 0 0 0: topic 2.
+        'Largest RR gain of "Better 50% & more" over "Other_run": topic 2 (0.500 -> 1.000).',
+        # P@1 gains 1 1 1 0 1: a tie among topics 1, 2, 3 and 5 goes to the first, topic 1.
+        'Largest P@1 gain of "Better 50% & more" over "Ref_BM25": topic 1 (0.000 -> 1.000).',
+        # The cross-validated P@1 lacks topic 5, which counts 0: Other_run's 1 there is a gain
+        # of 1 (topics 1-4: 0 0 0 -1).
+        'Largest P@1 gain of "Other_run" over "Fused (CV alpha)": topic 5 (0.000 -> 1.000).',
+        'Largest P@1 gain of "Fused (CV alpha)" over "Other_run": topic 4 (0.000 -> 1.000).',
+        'Largest P@1 gain of "Ref_BM25" over "Better 50% & more": none (no topic of 5 scores '
+        "higher).",
+    ]
+    text = render_markdown(spec, cells, notes)
+    assert f"- {notes[0]}" in text.splitlines()
+
+
+def test_largest_gain_notes_tie_order_is_natural_and_missing_topics_count_zero():
+    config = {
+        "columns": ["P'@10"],
+        "digits": 2,
+        "blocks": [{"rows": [{"label": "fusion", "run": "f"}, {"label": "ColBERT", "run": "c"}]}],
+        "largest_gains": [{"row": "fusion", "over": ["ColBERT"], "measure": "P'@10"}],
+    }
+    spec = table_spec("t", config, {"fusion": "f.trec", "ColBERT": "c.trec"})
+    # A.10 (0.5 - 0.1) and A.9 (0.6 - 0.2, 0.39999999999999997 in floats) tie at +0.4, and A.9
+    # comes first in natural order (not as strings). A.219 is missing from ColBERT's scores (a
+    # judged-topics measure leaves it out), so it gains 0.4 too, after A.9.
+    per_query = {
+        "fusion": {"P'@10": {"A.10": 0.5, "A.219": 0.4, "A.9": 0.6, "A.1": 0.1}},
+        "ColBERT": {"P'@10": {"A.10": 0.1, "A.9": 0.2, "A.1": 0.3, "A.3": 0.2}},
+    }
+    assert largest_gain_notes(spec, per_query) == [
+        'Largest P\'@10 gain of "fusion" over "ColBERT": topic A.9 (0.20 -> 0.60).'
+    ]
+    per_query["fusion"]["P'@10"]["A.219"] = 0.5
+    assert largest_gain_notes(spec, per_query) == [
+        'Largest P\'@10 gain of "fusion" over "ColBERT": topic A.219 (0.00 -> 0.50).'
+    ]
+    bad = {**config, "largest_gains": [{"row": "fusion", "over": ["BM25"], "measure": "P'@10"}]}
+    with pytest.raises(ConfigError, match="'BM25' is not a row label"):
+        largest_gain_notes(table_spec("t", bad, {"fusion": "f", "ColBERT": "c"}), per_query)
+    bad = {**config, "largest_gains": [{"row": "fusion", "over": ["ColBERT"], "measure": "MAP'"}]}
+    with pytest.raises(ConfigError, match='no per-topic "MAP\'"'):
+        largest_gain_notes(table_spec("t", bad, {"fusion": "f", "ColBERT": "c"}), per_query)
 
 
 # overlap_notes ---------------------------------------------------------------------------------

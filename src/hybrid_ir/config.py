@@ -158,6 +158,11 @@ def _derive_defaults(config: dict) -> None:
             retriever.setdefault("depth", config["run_depth"])
             sets = config["collections"].get(collection, {}).get("topics", [])
             retriever.setdefault("topics", list(sets))
+    for collection, entries in config["structure"].items():
+        for entry in entries.values():
+            entry.setdefault("depth", config["run_depth"])
+            sets = config["collections"].get(collection, {}).get("topics", [])
+            entry.setdefault("topics", list(sets))
     for section in ("tables", "crossval", "figures", "sweeps"):
         for entry in config[section].values():
             entry.setdefault("qrels", entry["topics"])
@@ -172,6 +177,8 @@ def _derive_defaults(config: dict) -> None:
             settings.setdefault("seed", config["seed"])
         if "triplets" in math:
             math["triplets"].setdefault("passage_fields", math["doc_fields"])
+        for reranker in math.get("rerankers", {}).values():
+            reranker.setdefault("depth", config["run_depth"])
 
 
 def systems(config: dict, collection: str, topics: str) -> dict[str, str]:
@@ -183,6 +190,9 @@ def systems(config: dict, collection: str, topics: str) -> dict[str, str]:
     for name, retriever in config.get("retrievers", {}).get(collection, {}).items():
         if topics in retriever["topics"]:
             origins[name] = "retrievers"
+    for name, entry in config.get("structure", {}).get(collection, {}).items():
+        if topics in entry["topics"]:
+            origins[name] = "structure"
     math = config.get("math_models")
     if math and math["collection"] == collection and topics in math["topics"]:
         origins |= dict.fromkeys(math_model_runs(math), "math_models")
@@ -217,14 +227,15 @@ def run_measures(
 
 def math_model_runs(math: dict) -> dict[str, dict]:
     """Runs of the math language models: ``dpr-<backbone>``, ``colbert-<backbone>`` and the
-    configured re-rankers -> {kind, backbone, ...}."""
+    configured re-rankers -> {kind, backbone, ...}. A re-ranker's kind is ``rerank`` (paper
+    001's MLM re-ranker) or, for one naming an ``encoder``, ``encoder_rerank``."""
     runs = {}
     for backbone in math["backbones"]:
         for kind in ENCODERS:
             if kind in math:
                 runs[f"{kind}-{backbone}"] = {"kind": kind, "backbone": backbone}
     for name, entry in math.get("rerankers", {}).items():
-        runs[name] = {"kind": "rerank", **entry}
+        runs[name] = {"kind": "encoder_rerank" if "encoder" in entry else "rerank", **entry}
     return runs
 
 
@@ -249,6 +260,11 @@ def _check_math_models(config: dict, source: str) -> None:
             raise ConfigError(
                 f"{source}: math_models.rerankers.{name}.backbone: no backbone "
                 f"{entry['backbone']!r}"
+            )
+        if "encoder" in entry and entry["encoder"] not in math:
+            raise ConfigError(
+                f"{source}: math_models.rerankers.{name}.encoder: no math_models."
+                f"{entry['encoder']} settings to fine-tune the {entry['encoder']} model with"
             )
         for topics in math["topics"]:
             _check_run(
@@ -302,6 +318,18 @@ def _check_runs_and_tables(config: dict) -> None:
                 tune = retriever["tune"]
                 entry = {"collection": collection, "topics": tune["topics"], "qrels": tune["qrels"]}
                 _check_collection_sets(config, f"{where}.tune", entry)
+    for collection, entries in config.get("structure", {}).items():
+        for name, entry in entries.items():
+            where = f"structure.{collection}.{name}"
+            if not config["collections"].get(collection, {}).get("corpus"):
+                raise ConfigError(f"config: {where}: collection {collection!r} has no corpus")
+            for topics in entry["topics"]:
+                _check_collection_sets(config, where, {"collection": collection, "topics": topics})
+            for topics in entry["keyword_files"]:
+                if topics not in entry["topics"]:
+                    raise ConfigError(
+                        f"config: {where}.keyword_files.{topics}: not a topic set it searches"
+                    )
     for collection, by_topics in config.get("fusions", {}).items():
         for topics, fusions in by_topics.items():
             for name, fusion in fusions.items():
@@ -364,7 +392,12 @@ def _collection_problems(config: dict) -> tuple[list[str], list[str]]:
 def config_warnings(config: dict) -> list[str]:
     """Configuration that runs but is probably not what was meant (e.g. a topic set without
     the labels its siblings have)."""
-    return _collection_problems(config)[1]
+    deferred = [
+        f"tables.{name} is not built here: it needs {needs}"
+        for name, needs in config["deferred_tables"].items()
+        if name not in config["tables"]
+    ]
+    return _collection_problems(config)[1] + deferred
 
 
 def _check_references(config: dict, source: str) -> None:
@@ -408,8 +441,9 @@ def _check_references(config: dict, source: str) -> None:
 
 def fill_published(config: dict, expected: list[dict], source: str = "config") -> None:
     """Give each row of a table with ``published_from`` the values that file publishes for the
-    row's run (``published``: run -> column -> value), or for the run on the block's topic
-    (``published_by_topic``: topic -> run -> column -> value), so that a paper's numbers are
+    row's run or cross-validation entry (``published``: name -> column -> value), or for the
+    run on the block's topic (``published_by_topic``: topic -> run -> column -> value), so that
+    a paper's numbers are
     written once, where their source is named. The file is an expected-scores file or one
     holding published numbers only."""
     documents = {document["path"]: document for document in expected}
@@ -426,8 +460,9 @@ def fill_published(config: dict, expected: list[dict], source: str = "config") -
             else:
                 published = document.get("published", {})
             for row in block["rows"]:
-                if "run" in row and row["run"] in published and "published" not in row:
-                    row["published"] = dict(published[row["run"]])
+                key = row["run"] if "run" in row else row["crossval"]
+                if key in published and "published" not in row:
+                    row["published"] = dict(published[key])
 
 
 def _published_file(path: str, where: str) -> dict:

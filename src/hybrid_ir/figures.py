@@ -5,7 +5,11 @@
 - :func:`metric_vs_parameter` -- paper 003's lambda ablation (NDCG@10 against lambda), with the
   single methods as horizontal reference lines;
 - :func:`recall_at_k_curve` -- paper 002 Fig. 1: Recall@k against k;
-- :func:`loss_curves` -- MLM further pretraining: training and held-out losses by step.
+- :func:`loss_curves` -- MLM further pretraining: training and held-out losses by step;
+- :func:`by_label_bars` -- paper 000 Fig. 2: a metric's mean over the topics of each label value
+  (ARQMath topic category, dependency, difficulty), one panel per label, one bar per run;
+- :func:`rank_scatter` -- paper 000 Fig. 3: where the top documents of a fused run sit in the
+  runs it fused, for one topic, with the numbers in a TSV beside the figure.
 
 Figures are drawn on a bare :class:`~matplotlib.figure.Figure` rendered by Agg, never through
 pyplot, so no global backend or figure registry is touched and figures can be made from worker
@@ -17,7 +21,10 @@ labels searchable. Each file is written atomically.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,13 +32,16 @@ import matplotlib
 from cycler import cycler
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-from hybrid_ir.errors import ConfigError
-from hybrid_ir.formats import atomic_output
-from hybrid_ir.runs import Run
+from hybrid_ir.errors import ConfigError, InputFormatError
+from hybrid_ir.formats import atomic_output, read_table
+from hybrid_ir.runs import Run, ranked, topic_sort_key
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
+
+LOGGER = logging.getLogger(__name__)
 
 Qrels = dict[str, dict[str, int]]
 
@@ -50,6 +60,7 @@ _STYLE: dict[RcKeyType, Any] = {
         marker=["o", "s", "^", "D", "v", "P", "X"],
     ),
 }
+_COLORS = _STYLE["axes.prop_cycle"].by_key()["color"]
 _PNG_METADATA = {"Software": None}
 _SVG_METADATA = {"Date": None, "Creator": None}
 
@@ -162,6 +173,281 @@ def loss_curves(
         return _save(figure, axes, out_stem)
 
 
+# --- paper 000 Fig. 2: a metric by topic label ------------------------------------------------
+
+LABEL_PANEL_WIDTH = 3.2
+"""Inches per panel of :func:`by_label_bars` (three panels: 960 x 480 pixels)."""
+
+
+@dataclass(frozen=True)
+class LabelPanel:
+    """One panel of :func:`by_label_bars`: a label column, its values in drawing order, each
+    value's topic count, and each run's mean per value (NaN where it averaged no topic)."""
+
+    column: str
+    values: tuple[str, ...]
+    counts: tuple[int, ...]
+    means: dict[str, tuple[float, ...]]
+
+
+def read_topic_labels(path: str | Path, topic_set: str | None = None) -> dict[str, dict[str, str]]:
+    """``topic -> column -> value`` from a label table (``topic_id`` plus label columns, e.g. the
+    ARQMath ``topic_labels`` table); with ``topic_set``, only the rows of that set when the table
+    has a ``set`` column. A topic labelled twice within the rows kept is an error."""
+    rows = read_table(path)
+    if rows and "topic_id" not in rows[0]:
+        raise InputFormatError(path, 1, "no topic_id column")
+    labels: dict[str, dict[str, str]] = {}
+    for row in rows:
+        if topic_set is not None and row.get("set", topic_set) != topic_set:
+            continue
+        topic = row["topic_id"]
+        if topic in labels:
+            raise InputFormatError(path, None, f"topic {topic!r} is labelled twice")
+        labels[topic] = {key: value for key, value in row.items() if key not in ("topic_id", "set")}
+    return labels
+
+
+def label_panels(
+    scores: Mapping[str, Mapping[str, float]],
+    topic_labels: Mapping[str, Mapping[str, str]],
+    columns: Sequence[str],
+    topics: Iterable[str],
+    order: Mapping[str, Sequence[str]] | None = None,
+) -> list[LabelPanel]:
+    """Each run's mean score over the topics of each label value, one panel per label column.
+
+    ``scores`` maps a run's label to its per-topic scores (the topics its measure averages
+    over); ``topics`` are the topics counted (the qrels topics): a value's count is how many of
+    them carry it. Topics without a label row are left out, with a log line counting them.
+    Values are drawn in ``order[column]`` where given, the rest sorted alphabetically after it.
+    """
+    topics = sorted(set(topics) | {t for per_topic in scores.values() for t in per_topic})
+    unlabelled = [
+        topic for topic in sorted(topics, key=topic_sort_key) if topic not in topic_labels
+    ]
+    if unlabelled:
+        shown = ", ".join(unlabelled[:10]) + (", ..." if len(unlabelled) > 10 else "")
+        LOGGER.info(
+            "%d of %d topics have no label row and are left out: %s",
+            len(unlabelled),
+            len(topics),
+            shown,
+        )
+    labelled = [topic for topic in topics if topic in topic_labels]
+    if not labelled:
+        raise ConfigError("no topic of the runs and qrels has a row in the label table")
+    panels = []
+    for column in columns:
+        missing = [topic for topic in labelled if column not in topic_labels[topic]]
+        if missing:
+            raise ConfigError(f"the label table has no {column!r} column (topic {missing[0]})")
+        seen = {topic_labels[topic][column] for topic in labelled}
+        first = [value for value in (order or {}).get(column, []) if value in seen]
+        values = tuple(first + sorted(seen - set(first)))
+        groups = {
+            value: [topic for topic in labelled if topic_labels[topic][column] == value]
+            for value in values
+        }
+        means = {}
+        for run, per_topic in scores.items():
+            run_means = []
+            for value in values:
+                averaged = [per_topic[topic] for topic in groups[value] if topic in per_topic]
+                if len(averaged) < len(groups[value]):
+                    LOGGER.info(
+                        "%s, %s = %s: averaged over %d of its %d topics (the measure's own rule)",
+                        run, column, value, len(averaged), len(groups[value]),
+                    )  # fmt: skip
+                run_means.append(sum(averaged) / len(averaged) if averaged else math.nan)
+            means[run] = tuple(run_means)
+        counts = tuple(len(groups[value]) for value in values)
+        panels.append(LabelPanel(column, values, counts, means))
+    return panels
+
+
+def label_bar_figure(panels: Sequence[LabelPanel], ylabel: str, title: str) -> Figure:
+    """Grouped bars, one panel per label column, every panel on the same y scale."""
+    with matplotlib.rc_context(_STYLE):
+        size = (max(FIGSIZE[0], LABEL_PANEL_WIDTH * len(panels)), FIGSIZE[1])
+        figure = Figure(figsize=size, dpi=DPI, layout="constrained")
+        FigureCanvasAgg(figure)
+        grid = figure.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+        runs = list(panels[0].means) if panels else []
+        width = 0.8 / max(len(runs), 1)
+        containers = []
+        for axes, panel in zip(grid, panels, strict=True):
+            for index, run in enumerate(runs):
+                offset = (index - (len(runs) - 1) / 2) * width
+                xs = [position + offset for position in range(len(panel.values))]
+                color = _COLORS[index % len(_COLORS)]
+                bars = axes.bar(xs, panel.means[run], width, color=color)
+                if axes is grid[0]:
+                    containers.append(bars)
+            axes.set_title(panel.column)
+            axes.set_xticks(range(len(panel.values)))
+            axes.set_xticklabels(
+                [
+                    f"{value} (n={count})"
+                    for value, count in zip(panel.values, panel.counts, strict=True)
+                ],
+                rotation=30,
+                ha="right",
+            )
+            axes.grid(axis="x", visible=False)
+        grid[0].set_ylabel(ylabel)
+        figure.suptitle(title)
+        if runs:
+            figure.legend(containers, runs, loc="outside lower center", ncols=min(len(runs), 4))
+        return figure
+
+
+def by_label_bars(
+    panels: Sequence[LabelPanel], out_stem: str | Path, ylabel: str, title: str
+) -> tuple[Path, Path]:
+    """Paper 000 Fig. 2: :func:`label_bar_figure` written as PNG and SVG."""
+    figure = label_bar_figure(panels, ylabel, title)
+    with matplotlib.rc_context(_STYLE):
+        return _save(figure, figure.axes[0], out_stem)
+
+
+# --- paper 000 Fig. 3: ranks of a fused run's top documents in its inputs ----------------------
+
+NOT_RETRIEVED = "not retrieved"
+_RUN_MARKERS = ("o", "s", "D", "v", "P", "X")  # "^" is kept for documents not retrieved
+
+
+@dataclass(frozen=True)
+class RankRow:
+    """One of the fused run's top documents: its rank there, its rank in each input run (None
+    when the input does not have it) and its qrels relevance (None when unjudged)."""
+
+    fused_rank: int
+    doc_id: str
+    ranks: dict[str, int | None]
+    relevance: int | None
+
+
+def fused_rank_rows(
+    fused: Run,
+    inputs: Mapping[str, Run],
+    qrels: Qrels,
+    topic: str,
+    cutoff: int,
+    fused_name: str = "the fused run",
+) -> list[RankRow]:
+    """The fused run's top ``cutoff`` documents of ``topic`` with their ranks in each input run
+    (canonical order: score descending, document id descending) and their relevance.
+
+    A topic the fused run lacks is an error naming the topic and ``fused_name`` (its file).
+    """
+    if not fused.get(topic):
+        raise ConfigError(f"topic {topic!r} is not in the fused run {fused_name}")
+    positions = {}
+    for label, run in inputs.items():
+        if not run.get(topic):
+            LOGGER.warning("run %r has no result for topic %r: nothing retrieved", label, topic)
+        positions[label] = {
+            doc: rank for rank, (doc, _) in enumerate(ranked(run.get(topic, {})), 1)
+        }
+    if topic not in qrels:
+        LOGGER.warning("the qrels do not judge topic %r: every document is unjudged", topic)
+    judgments = qrels.get(topic, {})
+    return [
+        RankRow(
+            rank,
+            doc,
+            {label: positions[label].get(doc) for label in inputs},
+            judgments.get(doc),
+        )
+        for rank, (doc, _) in enumerate(ranked(fused[topic], cutoff), 1)
+    ]
+
+
+def write_rank_rows(rows: Sequence[RankRow], labels: Sequence[str], path: str | Path) -> Path:
+    """The numbers behind :func:`rank_scatter`: ``fused_rank doc_id <label>_rank... relevance``,
+    tab-separated, ``-`` for a document an input run lacks and for an unjudged document."""
+    path = Path(path)
+    header = ["fused_rank", "doc_id", *(f"{label}_rank" for label in labels), "relevance"]
+    with atomic_output(path) as out:
+        out.write("\t".join(name.replace("\t", " ") for name in header) + "\n")
+        for row in rows:
+            ranks = ["-" if row.ranks[label] is None else str(row.ranks[label]) for label in labels]
+            relevance = "-" if row.relevance is None else str(row.relevance)
+            out.write("\t".join([str(row.fused_rank), row.doc_id, *ranks, relevance]) + "\n")
+    return path
+
+
+def rank_scatter(
+    rows: Sequence[RankRow],
+    labels: Sequence[str],
+    out_stem: str | Path,
+    title: str,
+    min_relevance: int = 2,
+    max_rank: int = 1000,
+) -> tuple[Path, Path, Path]:
+    """Paper 000 Fig. 3: x is a document's rank in the fused run, y its rank in each input run
+    (log scale, rank 1 at the bottom). A document an input lacks, or ranks below ``max_rank``,
+    sits on the "not retrieved" line at the top edge as a triangle. Relevant documents
+    (relevance >= ``min_relevance``) are filled, the others hollow. Writes PNG, SVG and the TSV
+    of :func:`write_rank_rows` (same stem)."""
+    top = max_rank * 2  # the "not retrieved" line, one step above max_rank on the log axis
+    with matplotlib.rc_context(_STYLE):
+        figure, axes = _figure(title, "rank in the fused run", "rank in the input run")
+        width = 0.5 / max(len(labels), 1)
+        for index, label in enumerate(labels):
+            color = _COLORS[index % len(_COLORS)]
+            offset = (index - (len(labels) - 1) / 2) * width
+            for row in rows:
+                rank = row.ranks[label]
+                missing = rank is None or rank > max_rank
+                relevant = row.relevance is not None and row.relevance >= min_relevance
+                axes.plot(
+                    row.fused_rank + offset,
+                    top if missing else rank,
+                    marker="^" if missing else _RUN_MARKERS[index % len(_RUN_MARKERS)],
+                    markersize=8,
+                    color=color,
+                    markerfacecolor=color if relevant else "white",
+                    linestyle="none",
+                )
+                if not missing:  # the rank itself, as a log axis reads coarsely
+                    axes.annotate(
+                        str(rank),
+                        (row.fused_rank + offset, rank),
+                        textcoords="offset points",
+                        xytext=(6, 0),
+                        va="center",
+                        fontsize="x-small",
+                        color=color,
+                    )
+        axes.axhline(max_rank, color="#7f7f7f", linestyle=":", linewidth=1)
+        axes.set_yscale("log")
+        axes.set_ylim(0.7, top * 1.6)
+        ticks = sorted({tick for tick in (1, 10, 100, 1000, 10000) if tick < max_rank} | {max_rank})
+        axes.set_yticks([*ticks, top], [*(str(tick) for tick in ticks), NOT_RETRIEVED])
+        axes.minorticks_off()
+        axes.set_xticks(range(1, len(rows) + 1))
+        axes.set_xlim(0.4, max(len(rows), 1) + 0.6)
+        handles = [
+            Line2D([], [], color=_COLORS[i % len(_COLORS)], linestyle="none", label=label,
+                   marker=_RUN_MARKERS[i % len(_RUN_MARKERS)])
+            for i, label in enumerate(labels)
+        ]  # fmt: skip
+        handles += [
+            Line2D([], [], color="#7f7f7f", marker="^", linestyle="none", label=NOT_RETRIEVED),
+            Line2D([], [], color="#7f7f7f", marker="o", linestyle="none",
+                   label=f"relevant (relevance >= {min_relevance})"),
+            Line2D([], [], color="#7f7f7f", marker="o", markerfacecolor="white",
+                   linestyle="none", label="not relevant or unjudged"),
+        ]  # fmt: skip
+        figure.legend(handles=handles, loc="outside lower center", ncols=3, fontsize="small")
+        png, svg = _save(figure, axes, out_stem)
+    stem = Path(out_stem)
+    tsv = write_rank_rows(rows, labels, stem.with_name(stem.name + ".tsv"))
+    return png, svg, tsv
+
+
 def _figure(title: str, xlabel: str, ylabel: str):
     figure = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
     FigureCanvasAgg(figure)
@@ -192,9 +478,14 @@ def draw(
     qrels: Qrels | None,
     sweep_report: Mapping[str, Any] | None,
     out_stem: str | Path,
-) -> tuple[Path, Path]:
-    """A configured figure: ``pr_curves`` and ``recall_curve`` of labelled runs, or ``sweep`` (a
-    metric against the swept parameter, with the labelled runs as reference lines)."""
+    topic_labels: Mapping[str, Mapping[str, str]] | None = None,
+    fused: Run | None = None,
+    fused_name: str = "the fused run",
+) -> tuple[Path, ...]:
+    """A configured figure: ``pr_curves`` and ``recall_curve`` of labelled runs, ``sweep`` (a
+    metric against the swept parameter, with the labelled runs as reference lines),
+    ``by_label`` (a metric by topic label; needs ``topic_labels``, :func:`read_topic_labels`)
+    or ``rank_scatter`` (needs the ``fused`` run, read from ``fused_name``)."""
     from hybrid_ir.evaluate import RECALL_LEVELS, evaluate
     from hybrid_ir.sparse import recall_curve
 
@@ -225,7 +516,29 @@ def draw(
             sweep_report["values"], series, out_stem, spec.get("xlabel", sweep_report["parameter"]),
             metric, title, references=references,
         )  # fmt: skip
-    raise ConfigError(f"unknown figure kind {kind!r}; choose pr_curves, recall_curve or sweep")
+    if kind == "by_label":
+        if topic_labels is None:
+            raise ConfigError("a by_label figure needs the label table")
+        metric = spec["metric"]
+        judged = _needed(qrels, kind)
+        scores = {
+            label: evaluate(judged, run, [metric]).per_query[metric] for label, run in runs.items()
+        }
+        panels = label_panels(scores, topic_labels, spec["labels"], judged, spec["label_order"])
+        return by_label_bars(panels, out_stem, metric, title)
+    if kind == "rank_scatter":
+        if fused is None:
+            raise ConfigError("a rank_scatter figure needs its fused run")
+        rows = fused_rank_rows(
+            fused, runs, _needed(qrels, kind), spec["topic"], spec["cutoff"], fused_name
+        )
+        return rank_scatter(
+            rows, list(runs), out_stem, title, spec["min_relevance"], spec["max_rank"]
+        )
+    raise ConfigError(
+        f"unknown figure kind {kind!r}; choose pr_curves, recall_curve, sweep, by_label or "
+        "rank_scatter"
+    )
 
 
 def _needed(qrels: Qrels | None, kind: str) -> Qrels:

@@ -360,6 +360,27 @@ def write_table(path: str | Path, rows: list[dict]) -> int:
     return len(rows)
 
 
+def read_table(path: str | Path) -> list[dict[str, str]]:
+    """Read a table written by :func:`write_table`: one dict per line, keyed by the header.
+
+    A line whose field count differs from the header's is an error naming the file and line.
+    """
+    with open_text(path) as handle:
+        lines = iter(handle)
+        header = next(lines, "").rstrip("\n").split("\t")
+        rows = []
+        for number, line in enumerate(lines, start=2):
+            values = line.rstrip("\n").split("\t")
+            if values == [""]:
+                continue
+            if len(values) != len(header):
+                raise InputFormatError(
+                    path, number, f"{len(values)} fields where the header has {len(header)}"
+                )
+            rows.append(dict(zip(header, values, strict=True)))
+    return rows
+
+
 def _cell(value: object) -> str:
     text = json.dumps(value, ensure_ascii=False) if isinstance(value, list | dict) else str(value)
     return text.replace("\t", " ").replace("\n", " ")

@@ -37,6 +37,11 @@ def run(collection: str, topic_set: str, system: str) -> str:
     return f"{RESULTS}/runs/{collection}/{topic_set}/{system}.trec"
 
 
+def structure_queries(collection: str, topic_set: str, system: str) -> str:
+    """The keyword queries a structure-search run sent to the engine (readable JSONL)."""
+    return f"{RESULTS}/runs/{collection}/{topic_set}/{system}.queries.jsonl"
+
+
 def evaluation(collection: str, topic_set: str, system: str, qrels_set: str) -> str:
     return f"{RESULTS}/eval/{collection}/{topic_set}/{system}.{qrels_set}.json"
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_MATH = re.compile(
+MATH_PATTERN = re.compile(
     r"(?<!\\)\$\$(?P<display>.+?)(?<!\\)\$\$"
     r"|(?<!\\)\$(?P<inline>.+?)(?<!\\)\$"
     r"|\\\[(?P<bracket>.+?)\\\]"
@@ -104,14 +104,18 @@ def pretokenize(text: str, stats: PretokStats | None = None) -> str:
     stats = stats if stats is not None else PretokStats()
 
     def replace(match: re.Match) -> str:
-        latex = next(
-            group
-            for name in ("display", "inline", "bracket", "paren", "body")
-            if (group := match.group(name)) is not None
-        )
-        return _replace_formula(latex, stats)
+        return _replace_formula(formula_tex(match), stats)
 
-    return _MATH.sub(replace, text)
+    return MATH_PATTERN.sub(replace, text)
+
+
+def formula_tex(match: re.Match) -> str:
+    """The LaTeX inside one :data:`MATH_PATTERN` match, without its delimiters."""
+    return next(
+        group
+        for name in ("display", "inline", "bracket", "paren", "body")
+        if (group := match.group(name)) is not None
+    )
 
 
 def pretokenize_record(

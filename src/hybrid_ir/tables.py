@@ -179,6 +179,7 @@ class TableSpec:
     digits: int = 3
     verdicts: tuple[dict, ...] = ()
     overlaps: tuple[dict, ...] = ()
+    largest_gains: tuple[dict, ...] = ()
 
     @property
     def rows(self) -> list[RowSpec]:
@@ -229,6 +230,7 @@ def table_spec(name: str, config: dict, sources: dict[str, str]) -> TableSpec:
         digits=config.get("digits", 3),
         verdicts=tuple(config.get("verdicts", [])),
         overlaps=tuple(config.get("overlaps", [])),
+        largest_gains=tuple(config.get("largest_gains", [])),
     )
 
 
@@ -438,6 +440,52 @@ def overlap_notes(spec: TableSpec) -> list[str]:
             f"Top-{k} overlap of {overlap['a']} and {overlap['b']}: {mean:.1%} of the documents "
             f"on average over {len(topics)} topics."
         )
+    return notes
+
+
+def largest_gain_notes(
+    spec: TableSpec, per_query: dict[str, dict[str, dict[str, float]]]
+) -> list[str]:
+    """For each ``largest_gains`` entry and each row it names in ``over``: the topic where
+    ``row`` scores most above that row in ``measure``, with both scores (paper 000 Section 5:
+    A.219, P@10 0.1 -> 0.5 when fusion is compared with ColBERT).
+
+    Scores are the table's per-topic ones (:func:`score_rows`, as in ``per_query.tsv``); a
+    topic one row lacks counts 0. Ties (gains equal to 12 decimals) go to the first topic id in
+    natural order (A.2 before A.10). When no topic gains, the note says so.
+    """
+    from hybrid_ir.errors import ConfigError
+    from hybrid_ir.runs import topic_sort_key
+
+    def scores(label: str, measure: str) -> dict[str, float]:
+        if label not in per_query:
+            raise ConfigError(f"tables.{spec.name}.largest_gains: {label!r} is not a row label")
+        if measure not in per_query[label]:
+            raise ConfigError(
+                f"tables.{spec.name}.largest_gains: row {label!r} has no per-topic {measure!r} "
+                "(not among the table's measures)"
+            )
+        return per_query[label][measure]
+
+    notes = []
+    for entry in spec.largest_gains:
+        row, measure = entry["row"], entry["measure"]
+        mine = scores(row, measure)
+        for other in entry["over"]:
+            theirs = scores(other, measure)
+            topics = sorted(mine.keys() | theirs.keys(), key=topic_sort_key)
+            # Rounded so that equal gains tie (0.6 - 0.2 is 0.39999999999999997, 0.5 - 0.1 0.4).
+            gains = {t: round(mine.get(t, 0.0) - theirs.get(t, 0.0), 12) for t in topics}
+            best = max(topics, key=lambda t: gains[t], default=None)  # first of the largest
+            head = f'Largest {measure} gain of "{row}" over "{other}": '
+            if best is None or gains[best] <= 0:
+                notes.append(f"{head}none (no topic of {len(topics)} scores higher).")
+                continue
+            before, after = theirs.get(best, 0.0), mine.get(best, 0.0)
+            notes.append(
+                f"{head}topic {best} ({_format(before, spec.digits)} -> "
+                f"{_format(after, spec.digits)})."
+            )
     return notes
 
 

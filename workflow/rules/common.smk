@@ -42,6 +42,7 @@ FUSIONS = config["fusions"]
 CROSSVAL = config["crossval"]
 TABLES = config["tables"]
 RETRIEVERS = config["retrievers"]
+STRUCTURE = config["structure"]
 SWEEPS = config["sweeps"]
 FIGURES = config["figures"]
 RUN_DEPTH = config["run_depth"]
@@ -155,6 +156,28 @@ def retriever_inputs(wildcards):
     return inputs
 
 
+def structure_query_inputs(wildcards):
+    """A structure-search topic set's topics, and pya0's keyword file for it if configured."""
+    entry = STRUCTURE[wildcards.collection][wildcards.system]
+    inputs = {"topics": paths.topics(wildcards.collection, wildcards.topics)}
+    if wildcards.topics in entry["keyword_files"]:
+        where = f"structure.{wildcards.collection}.{wildcards.system}.keyword_files"
+        inputs["keywords"] = raw_file(entry["keyword_files"][wildcards.topics], where)
+    return inputs
+
+
+def structure_targets():
+    """Each structure-search index's statistics and runs, with their readable queries."""
+    targets = []
+    for collection, entries in STRUCTURE.items():
+        for name, entry in entries.items():
+            targets.append(paths.index_stats(collection, name))
+            for topics in entry["topics"]:
+                targets.append(paths.run(collection, topics, name))
+                targets.append(paths.structure_queries(collection, topics, name))
+    return targets
+
+
 def sweep_report(name, collection=None, topics=None):
     """A sweep's report; with wildcards for ``collection`` and ``topics`` in rule outputs."""
     if collection is None:
@@ -179,19 +202,41 @@ def sweep_inputs(wildcards):
 
 
 def figure_inputs(wildcards):
-    figure = FIGURES[wildcards.figure]
+    """Legend label -> run file, the qrels, and what the figure's kind needs besides: a
+    sweep's report, a by_label's label table, a rank_scatter's fused run."""
+    name = wildcards.figure
+    figure = FIGURES[name]
+    collection, topics = figure["collection"], figure["topics"]
+    reserved = {"qrels", "sweep", "label_table", "fused_run"} & set(figure["runs"])
+    if reserved:
+        raise WorkflowError(
+            f"hybrid-ir: config: figures.{name}.runs: {sorted(reserved)} is a reserved label"
+        )
     inputs = {
-        label: run_path(figure["collection"], figure["topics"], run)
+        label: run_path(collection, topics, run)
         for label, run in figure["runs"].items()
     }
-    inputs["qrels"] = paths.qrels(figure["collection"], figure["qrels"])
+    inputs["qrels"] = paths.qrels(collection, figure["qrels"])
     if figure["kind"] == "sweep":
         inputs["sweep"] = sweep_report(figure["sweep"])
+    if figure["kind"] == "by_label":
+        if figure["label_table"] not in COLLECTIONS[collection]["tables"]:
+            raise WorkflowError(
+                f"hybrid-ir: config: figures.{name}.label_table: collection {collection!r} "
+                f"writes no table {figure['label_table']!r}"
+            )
+        inputs["label_table"] = paths.table(collection, figure["label_table"])
+    if figure["kind"] == "rank_scatter":
+        inputs["fused_run"] = run_path(collection, topics, figure["fused"])
     return inputs
 
 
 def figure_outputs(name):
-    return [paths.figure(name, "png"), paths.figure(name, "svg")]
+    """PNG and SVG; a rank_scatter figure's TSV of the ranks it draws besides."""
+    outputs = [paths.figure(name, "png"), paths.figure(name, "svg")]
+    if FIGURES[name]["kind"] == "rank_scatter":
+        outputs.append(paths.figure(name, "tsv"))
+    return outputs
 
 
 def table_sources(name):
@@ -296,6 +341,7 @@ def all_targets():
     targets += [sweep_report(name) for name in SWEEPS]
     targets += [output for name in FIGURES for output in figure_outputs(name)]
     targets += math_targets()
+    targets += structure_targets()
     if BM25["experiments"]:
         targets += [paths.result_table("bm25", "md"), paths.result_table("bm25", "csv")]
     if EXPECTED:

@@ -81,6 +81,33 @@ rule figure:
         svg=paths.figure("{figure}", "svg"),
     log:
         paths.log("figures", "{figure}"),
+    wildcard_constraints:
+        figure=alternatives(
+            name for name, entry in FIGURES.items() if entry["kind"] != "rank_scatter"
+        ),
+    conda:
+        CONDA_ENV
+    params:
+        code=code_version("figure"),
+        spec=lambda w: FIGURES[w.figure],
+    script:
+        "../scripts/figure.py"
+
+
+# A rank_scatter figure also writes the ranks it draws (figure_outputs in common.smk).
+rule figure_with_ranks:
+    input:
+        unpack(figure_inputs),
+    output:
+        png=paths.figure("{figure}", "png"),
+        svg=paths.figure("{figure}", "svg"),
+        tsv=paths.figure("{figure}", "tsv"),
+    log:
+        paths.log("figures", "{figure}"),
+    wildcard_constraints:
+        figure=alternatives(
+            name for name, entry in FIGURES.items() if entry["kind"] == "rank_scatter"
+        ),
     conda:
         CONDA_ENV
     params:

@@ -5,6 +5,7 @@ import json
 from hybrid_ir.formats import atomic_output
 from hybrid_ir.logged import run_step
 from hybrid_ir.tables import (
+    largest_gain_notes,
     overlap_notes,
     render_latex,
     render_markdown,
@@ -32,6 +33,7 @@ def main():
             with open(snakemake.input[f"sweep_{name}"], encoding="utf-8") as handle:
                 reports[name] = json.load(handle)
         notes = verdict_notes(spec, cells) + overlap_notes(spec) + sweep_notes(reports)
+        notes += largest_gain_notes(spec, per_query)
         out.write(render_markdown(spec, cells, notes))
     with atomic_output(snakemake.output.latex) as out:
         out.write(render_latex(spec, cells))

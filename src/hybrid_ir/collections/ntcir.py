@@ -1,10 +1,16 @@
-"""NTCIR-12 MathIR Wiki-Formula browsing task: formula topics and qrels, no documents.
+"""NTCIR-12 MathIR Wiki-Formula browsing task: formula topics, qrels and the formula collection.
 
 The formula collection (about 591k formulas from English Wikipedia) is not distributed with
-the topics, so ``docs`` is ``None``: the collection serves to evaluate formula runs made
-elsewhere.
+the topics: without a ``formulas`` source ``docs`` is ``None`` and the collection serves to
+evaluate formula runs made elsewhere.
 
 Roles:
+
+* ``formulas`` (optional): the collection as the LaTeX list pya0's NTCIR-12 indexer reads
+  (``corpus_reader__ntcir12_txt``), one formula per line: its id ``<Article>:<position>``
+  (the id the qrels judge, e.g. ``Binomial_coefficient:197``), whitespace, then its TeX, where
+  LaTeXML's ``% `` line wraps are removed. A document is ``id``, ``title`` (the article name,
+  underscores as spaces) and ``text`` (the TeX, no delimiters).
 
 * ``topics``: the official ``NTCIR12-MathWikiFormula-queries-participants.xml`` (40 topics, each
   one ``<formula>`` as MathML with a TeX annotation, in the MathML namespace). A topic is
@@ -131,17 +137,43 @@ def _judged(topics: list[dict], judgments: list[Judgment]) -> list[dict]:
     return [topic for topic in topics if topic["id"] in judged]
 
 
+def read_formulas(path: Path) -> list[dict]:
+    """The formula collection's LaTeX list, one document per formula, in file order."""
+    documents: list[dict] = []
+    seen: set[str] = set()
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            formula_id, *rest = line.split(None, 1)
+            tex = " ".join("".join(rest).replace("% ", "").split())
+            article, colon, position = formula_id.rpartition(":")
+            if not colon or not article or not position.isdigit():
+                problem = f"expected '<Article>:<position> <TeX>', got {line.strip()[:80]!r}"
+                raise InputFormatError(path, number, problem)
+            if not tex:
+                raise InputFormatError(path, number, f"formula {formula_id} has no TeX")
+            if formula_id in seen:
+                raise InputFormatError(path, number, f"formula {formula_id} is listed twice")
+            seen.add(formula_id)
+            documents.append({"id": formula_id, "title": article.replace("_", " "), "text": tex})
+    if not documents:
+        raise InputFormatError(path, None, "no formulas")
+    return documents
+
+
 def _qrels_paths(sources: Mapping[str, Path]) -> dict[str, Path]:
-    """The ``qrels_<split>`` roles by split; any role but those and ``topics`` is an error."""
+    """The ``qrels_<split>`` roles by split; any role but those, ``topics`` and ``formulas`` is
+    an error."""
     paths = {}
     for role, path in sources.items():
-        if role == "topics":
+        if role in ("topics", "formulas"):
             continue
         match = _QRELS_ROLE.fullmatch(role)
         if match is None or match.group(1) == _ALL:
             raise ConfigError(
-                f"unknown role {role!r}: expected topics or qrels_<split> (not qrels_{_ALL}, "
-                "which is the union the reader makes)"
+                f"unknown role {role!r}: expected topics, formulas or qrels_<split> (not "
+                f"qrels_{_ALL}, which is the union the reader makes)"
             )
         paths[match.group(1)] = Path(path)
     return paths
@@ -149,10 +181,15 @@ def _qrels_paths(sources: Mapping[str, Path]) -> dict[str, Path]:
 
 @reader(
     "ntcir12_wiki_formula",
-    SourceRoles(main=(frozenset({"topics"}),), per_set_qrels=True, derived_sets=frozenset({_ALL})),
+    SourceRoles(
+        main=(frozenset({"topics", "formulas"}), frozenset({"topics"})),
+        per_set_qrels=True,
+        derived_sets=frozenset({_ALL}),
+    ),
 )
 def read_ntcir12_wiki_formula(sources: Mapping[str, Path]) -> Collection:
-    """NTCIR-12 Wiki-Formula topics (role ``topics``) and qrels (roles ``qrels_<split>``)."""
+    """NTCIR-12 Wiki-Formula topics (role ``topics``), qrels (roles ``qrels_<split>``) and,
+    when given, the formula collection (role ``formulas``)."""
     if "topics" not in sources:
         raise ConfigError("the ntcir12_wiki_formula reader needs a 'topics' source")
     topics = read_topics(Path(sources["topics"]))
@@ -164,4 +201,5 @@ def read_ntcir12_wiki_formula(sources: Mapping[str, Path]) -> Collection:
     topic_sets = {split: _judged(topics, judgments) for split, judgments in qrels.items()}
     if qrels:
         qrels[_ALL] = _union(qrels, paths)
-    return Collection(docs=None, topics={**topic_sets, _ALL: topics}, qrels=qrels)
+    docs = read_formulas(Path(sources["formulas"])) if "formulas" in sources else None
+    return Collection(docs=docs, topics={**topic_sets, _ALL: topics}, qrels=qrels)

@@ -12,6 +12,10 @@ loss exactly as colbert's trainer computes it (scores viewed as ``(B, 2)``, cros
 the positive at index 0), its gradient step (norm clipped to 2.0), its checkpoint format, and
 the PLAID :class:`~colbert.Indexer` / :class:`~colbert.Searcher`.
 
+Re-ranking (paper 000, §3.4) scores a first-stage run's candidates without an index: the
+checkpoint's own encoders (``queryFromText``, ``docFromText``) and the MaxSim kernel that search
+scores its final candidates with (``colbert_score_packed``), on uncompressed token vectors.
+
 The training loop itself is ours: colbert's ``Trainer`` spawns one process per GPU, each
 joining an NCCL group. The loop below follows the body of ``colbert.training.training.train``
 in this process, with the model wrapped in ``DistributedDataParallel`` over a one-rank ``gloo``
@@ -64,12 +68,14 @@ from colbert.indexing.collection_encoder import CollectionEncoder
 from colbert.infra import ColBERTConfig, Run, RunConfig, launcher
 from colbert.infra.config import base_config
 from colbert.modeling import base_colbert, hf_colbert
-from colbert.modeling.colbert import ColBERT
+from colbert.modeling.checkpoint import Checkpoint
+from colbert.modeling.colbert import ColBERT, colbert_score_packed
 from colbert.modeling.tokenization import DocTokenizer, QueryTokenizer, tensorize_triples
 from colbert.utils.amp import MixedPrecisionManager
 from tqdm import tqdm
 
 from hybrid_ir.errors import ConfigError
+from hybrid_ir.neural.candidates import unique_candidates
 from hybrid_ir.neural.models import directory_size, seed_everything
 from hybrid_ir.neural.triplets import read_triplets
 from hybrid_ir.runs import Run as RunDict
@@ -439,3 +445,69 @@ def search_colbert(
                 doc_ids[pid]: float(score) for pid, score in zip(pids, scores, strict=True)
             }
     return canonicalize(run)
+
+
+def rerank_colbert(
+    checkpoint: Path,
+    candidates: Mapping[str, Sequence[str]],
+    documents: Mapping[str, str],
+    queries: Mapping[str, str],
+    *,
+    query_maxlen: int,
+    doc_maxlen: int,
+    extensions_dir: Path | None = None,
+) -> RunDict:
+    """Score each topic's candidate documents (``topic -> doc ids``) by ColBERT's late
+    interaction, as :func:`search_colbert` scores the documents it returns: query vectors
+    (``query_maxlen`` tokens, ``[MASK]``-augmented) against each document's token vectors
+    (``doc_maxlen``, punctuation dropped), maximum per query token (floored at 0, as in
+    colbert's CPU kernel, which both use), summed. Search reads the token vectors back from
+    the index's residual compression (``nbits``); here they are the encoder's own, so the two
+    scores agree up to that compression. Each candidate is encoded once, in doc id order, in
+    batches of colbert's indexing batch size. Topics keep the order of ``candidates``; each
+    topic's documents come in canonical run order (score descending).
+    """
+    unique = unique_candidates(candidates, documents, queries)
+    if not unique:
+        return {topic: {} for topic in candidates}
+    _use_extensions_dir(extensions_dir)
+    path = _absolute(checkpoint)
+    run: RunDict = {}
+    with _colbert_chatter_to_stderr(), Run().context(_one_process_run()):
+        config = ColBERTConfig.from_existing(
+            ColBERTConfig.load_from_checkpoint(path),
+            ColBERTConfig(query_maxlen=query_maxlen, doc_maxlen=doc_maxlen),
+            Run().config,
+        )
+        model = Checkpoint(path, colbert_config=config, verbose=0)
+        vectors, lengths = _encode_documents(model, [documents[doc] for doc in unique], config)
+        per_document = dict(zip(unique, vectors.split(lengths), strict=True))
+        doc_lengths = dict(zip(unique, lengths, strict=True))
+        topic_ids = sorted(candidates)  # encoded in id order, so topic order changes no number
+        texts = [queries[topic] for topic in topic_ids]
+        # As colbert's Searcher.encode: one batch, unless there are more than 128 queries.
+        encoded = model.queryFromText(texts, bsize=128 if len(texts) > 128 else None, to_cpu=True)
+        query_vectors = dict(zip(topic_ids, encoded.split(1), strict=True))
+        for topic in tqdm(candidates, desc="ColBERT re-rank: topics", mininterval=5):
+            docs = sorted(set(candidates[topic]))  # listing order changes no number
+            packed = torch.cat([per_document[doc] for doc in docs]).contiguous()
+            sizes = torch.tensor([doc_lengths[doc] for doc in docs], dtype=torch.int64)
+            scores = colbert_score_packed(query_vectors[topic], packed, sizes, config)
+            run[topic] = dict(zip(docs, scores.tolist(), strict=True))
+    return canonicalize(run)
+
+
+def _encode_documents(
+    model: Checkpoint, texts: Sequence[str], config: ColBERTConfig
+) -> tuple[torch.Tensor, list[int]]:
+    """Token vectors of ``texts`` packed end to end, as colbert's CollectionEncoder packs them
+    for an index, and each text's number of vectors."""
+    size = config.index_bsize
+    packed, lengths = [], []
+    for start in tqdm(range(0, len(texts), size), desc="ColBERT re-rank: documents", mininterval=5):
+        vectors, counts = model.docFromText(
+            list(texts[start : start + size]), bsize=size, keep_dims="flatten"
+        )
+        packed.append(vectors)
+        lengths += counts
+    return torch.cat(packed).float(), lengths

@@ -9,6 +9,9 @@ with the configured seed), and dropout draws from a generator seeded per step.
 
 Index: a faiss ``IndexFlatIP`` (exact inner product) over float32 passage vectors; search is
 top-k per query; the doc ids travel in a JSON file beside the index.
+
+Re-ranking (paper 000, §3.4): a first-stage run's candidates scored as search scores them,
+without an index of the collection.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from hybrid_ir.formats import atomic_directory
+from hybrid_ir.neural.candidates import unique_candidates
 from hybrid_ir.neural.models import Encoder, backbone_path, directory_size, load_tokenizer
-from hybrid_ir.runs import Run
+from hybrid_ir.runs import Run, canonicalize
 
 logger = logging.getLogger(__name__)
 
@@ -171,3 +175,39 @@ def search_dpr(
         }
         for i, topic in enumerate(topic_ids)
     }
+
+
+def rerank_dpr(
+    model: Path,
+    candidates: Mapping[str, Sequence[str]],
+    documents: Mapping[str, str],
+    queries: Mapping[str, str],
+    query_max_length: int,
+    passage_max_length: int,
+    batch_size: int = 32,
+    device: str = "cpu",
+) -> Run:
+    """Score each topic's candidate documents (``topic -> doc ids``) as :func:`search_dpr`
+    ranks an index built by :func:`index_dpr`: the dot product of [CLS] vectors, passages cut
+    at ``passage_max_length`` and queries at ``query_max_length``. Each candidate is encoded
+    once, however many topics list it. Topics keep the order of ``candidates``; each topic's
+    documents come in canonical run order (score descending).
+    """
+    unique = unique_candidates(candidates, documents, queries)
+    if not unique:
+        return {topic: {} for topic in candidates}
+    passages = Encoder(
+        model, pooling="cls", max_length=passage_max_length, batch_size=batch_size, device=device
+    )
+    encoded = passages.encode([documents[doc] for doc in unique], progress=True)
+    rows = {doc: row for row, doc in enumerate(unique)}
+    topic_ids = sorted(candidates)  # encoded in id order, so topic order changes no number
+    query_encoder = Encoder(model, pooling="cls", max_length=query_max_length, device=device)
+    vectors = query_encoder.encode([queries[topic] for topic in topic_ids])
+    query_vectors = dict(zip(topic_ids, vectors, strict=True))
+    run: Run = {}
+    for topic, listed in candidates.items():
+        docs = sorted(set(listed))  # id order: the order candidates are listed in changes nothing
+        scores = encoded[[rows[doc] for doc in docs]] @ query_vectors[topic]
+        run[topic] = dict(zip(docs, map(float, scores), strict=True))
+    return canonicalize(run)

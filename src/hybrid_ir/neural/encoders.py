@@ -1,5 +1,6 @@
 """The trained encoders, one registry entry each: how the workflow trains a model, indexes a
-collection with it and searches that index, from the encoder's configuration entry.
+collection with it and searches that index, and how it re-scores another run's candidates
+without an index (paper 000, §3.4), from the encoder's configuration entry.
 
 The rules and scripts only name an encoder (``dpr``, ``colbert``); adding one is an entry here
 and its settings in the configuration. Heavy libraries are imported when an entry is used.
@@ -7,7 +8,7 @@ and its settings in the configuration. Heavy libraries are imported when an entr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from hybrid_ir.neural.triplets import read_triplets
 from hybrid_ir.runs import Run
 
 Settings = Mapping[str, Any]
+Candidates = Mapping[str, Sequence[str]]
+"""A re-ranker's input: topic -> the doc ids it re-scores."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,9 @@ class EncoderKind:
     train: Callable[[str, Path, Path, Settings, Job], dict]
     index: Callable[[Path, Mapping[str, str], Path, Settings, Job], dict]
     search: Callable[[Path, Path, Mapping[str, str], int, Settings, Job], Run]
+    rerank: Callable[[Path, Candidates, Mapping[str, str], Mapping[str, str], Settings, Job], Run]
+    """Every candidate scored as ``search`` scores it (model, candidates, documents, queries):
+    the same texts, lengths and similarity; a candidate without text is an error."""
 
 
 def _train_dpr(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
@@ -66,6 +72,28 @@ def _search_dpr(
     from hybrid_ir.neural.dpr import search_dpr
 
     return search_dpr(model, index, queries, depth, entry["query_max_length"])
+
+
+def _rerank_dpr(
+    model: Path,
+    candidates: Candidates,
+    documents: Mapping[str, str],
+    queries: Mapping[str, str],
+    entry: Settings,
+    job: Job,
+) -> Run:
+    from hybrid_ir.neural.dpr import rerank_dpr
+
+    return rerank_dpr(
+        model,
+        candidates,
+        documents,
+        queries,
+        query_max_length=entry["query_max_length"],
+        passage_max_length=entry["passage_max_length"],
+        batch_size=entry["encode_batch_size"],
+        device=job.device,
+    )
 
 
 def _train_colbert(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
@@ -111,9 +139,30 @@ def _search_colbert(
     return search_colbert(model, index, queries, k=depth, extensions_dir=job.extensions_dir)
 
 
+def _rerank_colbert(
+    model: Path,
+    candidates: Candidates,
+    documents: Mapping[str, str],
+    queries: Mapping[str, str],
+    entry: Settings,
+    job: Job,
+) -> Run:
+    from hybrid_ir.neural.colbert import rerank_colbert
+
+    return rerank_colbert(
+        model,
+        candidates,
+        documents,
+        queries,
+        query_maxlen=entry["query_maxlen"],
+        doc_maxlen=entry["doc_maxlen"],
+        extensions_dir=job.extensions_dir,
+    )
+
+
 ENCODERS: dict[str, EncoderKind] = {
-    "dpr": EncoderKind(_train_dpr, _index_dpr, _search_dpr),
-    "colbert": EncoderKind(_train_colbert, _index_colbert, _search_colbert),
+    "dpr": EncoderKind(_train_dpr, _index_dpr, _search_dpr, _rerank_dpr),
+    "colbert": EncoderKind(_train_colbert, _index_colbert, _search_colbert, _rerank_colbert),
 }
 
 

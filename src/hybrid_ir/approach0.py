@@ -1,0 +1,281 @@
+"""pya0 0.3.7's Approach0 engine: build an index of rendered documents, search it safely.
+
+``import pya0`` puts pya0's own folder first on ``sys.path`` (its ``preprocess``, ``eval``,
+``timer`` ... modules can shadow others), so the engine is imported here only, by the index
+job and by the search worker, a child process (``python -m hybrid_ir.approach0``) that the
+searching job starts: the engine can crash on some queries, which then fails that topic with a
+logged error, and a new worker goes on with the next topic. pya0's prebuilt-index and NLTK
+download paths are never reached: only the native ``index_*``/``writer_*``/``search``/``parse``
+functions are called.
+
+Each document is added with its id as ``url``, which hits report (0.3.7 leaves ``extern_id``
+empty in hits). The engine's math weight and BM25 k1/b are compiled in: nothing here can set
+them. Its scores have 3 decimals, so ties are common; they are broken as trec_eval does
+(:func:`hybrid_ir.runs.canonicalize`). An index is a directory of many small files (one per
+formula path); a marker file written last tells a complete index from a half-written one,
+which is never searched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from hybrid_ir.errors import HybridIRError, InputFormatError
+from hybrid_ir.runs import Run, add_entry, canonicalize
+from hybrid_ir.structure import formulas_in
+
+MARKER = "index-complete.json"
+_EXAMPLE_CHARS = 80
+
+
+def _engine():
+    import pya0
+
+    return pya0
+
+
+@contextlib.contextmanager
+def _engine_output_discarded() -> Iterator[None]:
+    """The C engine prints each parse error and index message on the process's stdout/stderr;
+    they are counted and logged by document id instead, so its own lines are dropped."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for descriptor in (*saved, devnull):
+            os.close(descriptor)
+
+
+def index_is_complete(index_dir: str | Path) -> bool:
+    return (Path(index_dir) / MARKER).is_file()
+
+
+def build_index(
+    documents: Iterable[tuple[str, str]],
+    index_dir: str | Path,
+    max_unparsed_rate: float,
+    where: str,
+    total: int | None = None,
+) -> dict:
+    """Index ``(doc id, rendered text)`` pairs into ``index_dir``; return its statistics.
+
+    The index is written under a temporary name and renamed when complete, after its marker; a
+    directory already at ``index_dir`` (a half-written or stale index) is removed first.
+    Formulas the engine cannot parse are counted and logged with their document's id; more
+    than ``max_unparsed_rate`` of all formulas is an error naming ``where``. A document the
+    engine rejects is logged by id and left out.
+    """
+    from tqdm import tqdm
+
+    index_dir = Path(index_dir)
+    partial = index_dir.with_name(index_dir.name + ".partial")
+    for stale in (index_dir, partial):
+        if stale.exists():
+            logging.info("removing %s (an earlier index, complete or not)", stale)
+            shutil.rmtree(stale)
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    pya0 = _engine()
+    started = time.perf_counter()
+    counts = {"documents": 0, "formulas": 0, "unparsed_formulas": 0, "rejected_documents": 0}
+    documents_with_unparsed = 0
+    with _engine_output_discarded():
+        index = pya0.index_open(str(partial), option="w")
+    if index is None:
+        raise HybridIRError(f"pya0 could not create an index at {partial}")
+    writer = pya0.index_writer(index)
+    for doc_id, text in tqdm(documents, total=total, desc="approach0 index", unit="doc"):
+        unparsed = []
+        formulas = formulas_in(text)
+        with _engine_output_discarded():
+            for tex in formulas:
+                status, _ = pya0.parse(tex)
+                if status != "OK":
+                    unparsed.append(tex)
+        counts["formulas"] += len(formulas)
+        counts["unparsed_formulas"] += len(unparsed)
+        if unparsed:
+            documents_with_unparsed += 1
+            example = unparsed[0][:_EXAMPLE_CHARS]
+            logging.info(
+                "document %s: %d of %d formulas not parsed by pya0 (skipped by the engine), "
+                "e.g. %r",
+                doc_id,
+                len(unparsed),
+                len(formulas),
+                example,
+            )
+        try:
+            with _engine_output_discarded():
+                pya0.writer_add_doc(writer, text, url=doc_id, extern_id=doc_id)
+        except Exception as error:  # the engine's own refusal, reported per document
+            counts["rejected_documents"] += 1
+            logging.error("document %s rejected by pya0: %s", doc_id, error)
+            continue
+        counts["documents"] += 1
+    with _engine_output_discarded():
+        pya0.writer_flush(writer)
+        pya0.writer_maintain(writer, force=True)
+        pya0.writer_close(writer)
+        pya0.index_close(index)
+    if counts["documents"] == 0:
+        raise InputFormatError(where, None, "no document could be indexed")
+    rate = counts["unparsed_formulas"] / counts["formulas"] if counts["formulas"] else 0.0
+    if rate > max_unparsed_rate:
+        raise InputFormatError(
+            where,
+            None,
+            f"{counts['unparsed_formulas']} of {counts['formulas']} formulas "
+            f"({rate:.1%}) could not be parsed by pya0, above the configured limit of "
+            f"{max_unparsed_rate:.1%} (max_unparsed_rate); the log names each document",
+        )
+    files = [path for path in partial.rglob("*") if path.is_file()]
+    stats = counts | {
+        "documents_with_unparsed_formulas": documents_with_unparsed,
+        "unparsed_rate": round(rate, 6),
+        "index_files": len(files),
+        "size_bytes": sum(path.stat().st_size for path in files),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    (partial / MARKER).write_text(json.dumps(stats, indent=1) + "\n", encoding="utf-8")
+    partial.rename(index_dir)
+    return stats
+
+
+def search(index_dir: str | Path, queries: list[dict], depth: int) -> tuple[Run, dict]:
+    """Run ``queries`` (``{id, keywords}``) against a complete index, in a worker process.
+
+    Returns the run (each topic's top ``depth`` in trec_eval order) and facts: topics with and
+    without hits, failed topics with the reason, and per-query latency (p50/p95 seconds). A
+    worker that dies fails the topic it was on and a new worker resumes after it.
+    """
+    index_dir = Path(index_dir)
+    if not index_is_complete(index_dir):
+        raise HybridIRError(
+            f"{index_dir}: not a complete Approach0 index (no {MARKER}, written last): it is "
+            f"half-written or from elsewhere; delete it and let the workflow rebuild it"
+        )
+    results: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="approach0-") as scratch:
+        query_file = Path(scratch, "queries.jsonl")
+        result_file = Path(scratch, "results.jsonl")
+        query_file.write_text(
+            "".join(json.dumps(query) + "\n" for query in queries), encoding="utf-8"
+        )
+        result_file.touch()
+        while len(results) < len(queries):
+            start = len(results)
+            worker = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "hybrid_ir.approach0",
+                    str(index_dir),
+                    str(query_file),
+                    str(result_file),
+                    str(start),
+                    str(depth),
+                ],
+                env=_worker_environment(),
+                check=False,
+            )
+            results = _read_results(result_file)
+            if len(results) < len(queries) and worker.returncode != 0:
+                failed = queries[len(results)]["id"]
+                reason = _exit_reason(worker.returncode)
+                logging.error("topic %s: the Approach0 engine %s; no results", failed, reason)
+                with open(result_file, "a", encoding="utf-8") as out:
+                    out.write(json.dumps({"id": failed, "failed": f"engine {reason}"}) + "\n")
+                results = _read_results(result_file)
+            elif len(results) < len(queries):
+                raise HybridIRError("the Approach0 search worker stopped early without an error")
+    return _run_and_facts(results, depth)
+
+
+def _worker_environment() -> dict:
+    package_root = str(Path(__file__).resolve().parents[1])
+    path = os.environ.get("PYTHONPATH", "")
+    return os.environ | {"PYTHONPATH": package_root + (os.pathsep + path if path else "")}
+
+
+def _exit_reason(code: int) -> str:
+    return f"crashed (signal {-code})" if code < 0 else f"exited with status {code}"
+
+
+def _read_results(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.endswith("\n")]
+
+
+def _run_and_facts(results: list[dict], depth: int) -> tuple[Run, dict]:
+    run: Run = {}
+    facts: dict = {"topics": len(results), "with_hits": 0, "without_hits": [], "failed": {}}
+    for result in results:
+        topic = result["id"]
+        if "failed" in result:
+            facts["failed"][topic] = result["failed"]
+        elif result["hits"]:
+            for doc, score in result["hits"]:
+                add_entry(run, topic, doc, score)
+            facts["with_hits"] += 1
+        elif result["ret_code"] in (0, 2):  # 2: pya0's "no hit found"
+            facts["without_hits"].append(topic)
+            logging.warning("topic %s: no hit (%s)", topic, result["ret_str"])
+        else:
+            facts["failed"][topic] = f"ret_code {result['ret_code']}: {result['ret_str']}"
+            logging.error("topic %s: search failed: %s", topic, facts["failed"][topic])
+    latencies = sorted(r["seconds"] for r in results if "seconds" in r)
+    if latencies:
+        facts["latency_p50_s"] = round(statistics.median(latencies), 4)
+        facts["latency_p95_s"] = round(latencies[max(0, -(-len(latencies) * 95 // 100) - 1)], 4)
+    return canonicalize(run, depth), facts
+
+
+def _worker(index_dir: str, query_file: str, result_file: str, start: int, depth: int) -> None:
+    from tqdm import tqdm
+
+    with open(query_file, encoding="utf-8") as handle:
+        queries = [json.loads(line) for line in handle][start:]
+    pya0 = _engine()
+    with _engine_output_discarded():
+        index = pya0.index_open(index_dir, option="r")
+    if index is None:
+        raise HybridIRError(f"pya0 could not open the index at {index_dir}")
+    with open(result_file, "a", encoding="utf-8") as out:
+        for query in tqdm(queries, desc="approach0 search", unit="topic", initial=start):
+            began = time.perf_counter()
+            reply = json.loads(
+                pya0.search(index, query["keywords"], verbose=False, topk=depth, log=None)
+            )
+            hits = [[hit["field_url"], hit["score"]] for hit in reply.get("hits", [])]
+            record = {
+                "id": query["id"],
+                "ret_code": reply["ret_code"],
+                "ret_str": reply.get("ret_str", ""),
+                "hits": hits,
+                "seconds": round(time.perf_counter() - began, 6),
+            }
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+
+
+if __name__ == "__main__":
+    _index, _queries, _results, _start, _depth = sys.argv[1:6]
+    _worker(_index, _queries, _results, int(_start), int(_depth))

@@ -1,0 +1,44 @@
+"""Candidates of a re-ranker: the top documents of a base run, and their texts checked.
+
+Paper 000 §3.4 re-scores a first-stage run's candidates with a fine-tuned encoder instead of
+searching an index of the whole collection; the encoders' ``rerank`` entries
+(:mod:`hybrid_ir.neural.encoders`) take the candidates as ``topic -> doc ids``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from hybrid_ir.errors import HybridIRError, ParameterError
+from hybrid_ir.runs import Run, ranked
+
+Candidates = Mapping[str, Sequence[str]]
+
+
+def top_candidates(base: Run, topics: Iterable[str], depth: int) -> dict[str, list[str]]:
+    """Each listed topic's top ``depth`` documents of ``base`` in canonical run order (score
+    descending, then doc id descending), topics in the order given; a topic the base run
+    does not hold has no candidates and is left out."""
+    if depth < 1:
+        raise ParameterError(f"re-ranking depth must be >= 1, got {depth!r}")
+    return {
+        topic: [doc for doc, _ in ranked(base[topic], depth)] for topic in topics if topic in base
+    }
+
+
+def unique_candidates(
+    candidates: Candidates, documents: Mapping[str, str], queries: Mapping[str, str]
+) -> list[str]:
+    """Every candidate document once, sorted by id (so encoding order does not depend on the
+    topics); a topic without query text or a candidate without document text is an error
+    naming it."""
+    for topic, docs in candidates.items():
+        if topic not in queries:
+            raise HybridIRError(f"re-ranking: topic {topic!r} has no query text")
+        for doc in docs:
+            if doc not in documents:
+                raise HybridIRError(
+                    f"re-ranking: document {doc!r} (a candidate of topic {topic!r}) is not in "
+                    "the corpus"
+                )
+    return sorted({doc for docs in candidates.values() for doc in docs})

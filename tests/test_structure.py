@@ -1,0 +1,350 @@
+"""Approach0 structure search: documents, queries, the pya0 engine, and its failure modes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hybrid_ir import approach0
+from hybrid_ir.collections.ntcir import read_formulas
+from hybrid_ir.errors import HybridIRError, InputFormatError
+from hybrid_ir.structure import (
+    DocumentTemplate,
+    QueryRule,
+    Terms,
+    built_query,
+    formulas_in,
+    marked_math,
+    read_keyword_file,
+    topic_queries,
+)
+
+BOOSTS = {"term": 1.0, "tex": 1.0}
+ARQMATH_DOCUMENT = "{title}\n\n{question}\n\n__ANSWER__\n\n{text}"
+
+
+def test_arqmath_document_as_pya0_writes_it():
+    record = {
+        "id": "7",
+        "title": "Sum of $a^2+b^2$",
+        "question": "Why is $$x^{2}+y^{2}=z^{2}$$ true?",
+        "text": "Because of Pythagoras' theorem, see \\(c^2\\).",
+    }
+    document = DocumentTemplate(ARQMATH_DOCUMENT).render(record, Terms(None), "corpus.jsonl")
+    assert document == (
+        "sum of [imath]a^2+b^2[/imath]\n\nwhy is [imath]x^{2}+y^{2}=z^{2}[/imath] true\n\n"
+        "__ANSWER__\n\nbecause of pythagoras theorem see [imath]c^2[/imath]"
+    )
+    assert formulas_in(document) == ["a^2+b^2", "x^{2}+y^{2}=z^{2}", "c^2"]
+
+
+def test_stemming_applies_to_words_never_to_formulas():
+    text = marked_math("Integrals of $\\int_{a}^{b} x\\,dx$ and derivatives", Terms("porter"))
+    assert text == "integr of [imath]\\int_{a}^{b} x\\,dx[/imath] and deriv"
+
+
+def test_latexml_line_wraps_are_removed_from_formulas():
+    text = marked_math("$\\frac{1}% {1-p^{-s}}$", Terms(None))
+    assert formulas_in(text) == ["\\frac{1}{1-p^{-s}}"]
+
+
+def test_missing_template_field_names_the_document():
+    with pytest.raises(
+        InputFormatError, match=r"corpus.jsonl: document '3' has no field 'question'"
+    ):
+        DocumentTemplate(ARQMATH_DOCUMENT).render(
+            {"id": "3", "title": "", "text": ""}, Terms(None), "corpus.jsonl"
+        )
+
+
+def test_built_query_takes_title_words_and_first_distinct_formulas():
+    topic = {
+        "id": "A.9",
+        "title": "Limit of $\\frac{1}{n}$ as n grows",
+        "text": "Show $\\frac{1}{n}\\to 0$ and $x$ and $\\frac{1}{n}$ and $y$ and $z$.",
+    }
+    query = built_query(topic, QueryRule(max_formulas=3), Terms(None), BOOSTS)
+    assert query == [
+        {"type": "term", "str": "limit of as n grows", "boost": 1.0},
+        {"type": "tex", "str": "\\frac{1}{n}", "boost": 1.0},
+        {"type": "tex", "str": "\\frac{1}{n}\\to 0", "boost": 1.0},
+        {"type": "tex", "str": "x", "boost": 1.0},
+    ]
+    assert all(isinstance(keyword["boost"], float) for keyword in query)
+
+
+def test_formula_only_topic_becomes_one_tex_keyword():
+    rule = QueryRule(term_fields=(), formula_fields=(), tex_fields=("text",))
+    topic = {"id": "NTCIR12-MathWiki-2", "title": "", "text": "\\mathfrak{P}"}
+    assert built_query(topic, rule, Terms(None), BOOSTS) == [
+        {"type": "tex", "str": "\\mathfrak{P}", "boost": 1.0}
+    ]
+
+
+def test_topic_without_formulas_gets_a_keyword_query_and_one_without_anything_fails():
+    rule = QueryRule()
+    queries = topic_queries(
+        [{"id": "A.1", "title": "Prime numbers", "text": "no math here"}],
+        None,
+        rule,
+        Terms(None),
+        BOOSTS,
+        "topics.jsonl",
+    )
+    assert queries[0]["keywords"] == [{"type": "term", "str": "prime numbers", "boost": 1.0}]
+    with pytest.raises(InputFormatError, match=r"topics.jsonl: topic 'A.2' has neither"):
+        topic_queries(
+            [{"id": "A.2", "title": "", "text": ""}],
+            None,
+            rule,
+            Terms(None),
+            BOOSTS,
+            "topics.jsonl",
+        )
+
+
+def test_refined_keyword_file_and_kw_json(tmp_path):
+    refined = tmp_path / "topics.refined.txt"
+    refined.write_text(
+        "qid\tterm\ttex\tMore tex formulas follow ...\t\n"
+        "A.201\tinvertable, matrix\t\t\t\n"
+        "A.202\trings theory\tF \\subset D\t\t\n",
+        encoding="utf-8",
+    )
+    queries = read_keyword_file(refined, Terms("porter"), BOOSTS)
+    assert queries == {
+        "A.201": [{"type": "term", "str": "invert matrix", "boost": 1.0}],
+        "A.202": [
+            {"type": "term", "str": "ring theori", "boost": 1.0},
+            {"type": "tex", "str": "F \\subset D", "boost": 1.0},
+        ],
+    }
+    kw = tmp_path / "topics.json"
+    kw.write_text(json.dumps([{"qid": "A.1", "kw": [{"type": "tex", "str": "f(x)"}]}]))
+    assert read_keyword_file(kw, Terms(None), BOOSTS) == {
+        "A.1": [{"type": "tex", "str": "f(x)", "boost": 1.0}]
+    }
+    refined.write_text("qid\tterm\nA.1\tx\nA.1\ty\n", encoding="utf-8")
+    with pytest.raises(
+        InputFormatError, match=r"topics.refined.txt:3: topic 'A.1' is listed twice"
+    ):
+        read_keyword_file(refined, Terms(None), BOOSTS)
+
+
+def test_keyword_file_topic_wins_over_the_built_query():
+    queries = topic_queries(
+        [{"id": "A.1", "title": "words", "text": ""}, {"id": "A.2", "title": "other", "text": ""}],
+        {"A.1": [{"type": "tex", "str": "x", "boost": 1.0}]},
+        QueryRule(),
+        Terms(None),
+        BOOSTS,
+        "t",
+    )
+    assert [(q["id"], q["origin"]) for q in queries] == [
+        ("A.1", "pya0 keyword file"),
+        ("A.2", "built from the topic"),
+    ]
+
+
+# The engine ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_index(tmp_path_factory):
+    """Three documents: one with x^2+y^2=z^2's structure under other symbols, one unrelated
+    formula, one with an unparsable formula."""
+    terms = Terms("porter")
+    template = DocumentTemplate("{text}")
+    records = [
+        {"id": "10", "text": "Pythagoras says $a^2+b^2=c^2$ for right triangles."},
+        {"id": "20", "text": "An integral $\\int_0^1 f(t)\\,dt$ of a function."},
+        {"id": "30", "text": "Broken $\\frac{$ formula and prime numbers."},
+    ]
+    documents = [(r["id"], template.render(r, terms, "corpus")) for r in records]
+    index = tmp_path_factory.mktemp("a0") / "index"
+    stats = approach0.build_index(documents, index, max_unparsed_rate=0.5, where="corpus")
+    return index, stats
+
+
+def test_index_statistics_count_formulas_and_parse_failures(tiny_index):
+    index, stats = tiny_index
+    assert stats["documents"] == 3
+    assert stats["formulas"] == 3
+    assert stats["unparsed_formulas"] == 1
+    assert stats["documents_with_unparsed_formulas"] == 1
+    assert stats["index_files"] == sum(1 for p in index.rglob("*") if p.is_file()) - 1
+    assert approach0.index_is_complete(index)
+
+
+def test_formula_query_finds_the_same_structure_with_other_symbols(tiny_index):
+    index, _ = tiny_index
+    queries = [
+        {"id": "q1", "keywords": [{"type": "tex", "str": "x^2+y^2=z^2", "boost": 1.0}]},
+        {"id": "q2", "keywords": [{"type": "term", "str": "prime", "boost": 1.0}]},
+        {"id": "q3", "keywords": [{"type": "term", "str": "zebra", "boost": 1.0}]},
+    ]
+    run, facts = approach0.search(index, queries, depth=10)
+    assert list(run["q1"])[0] == "10"
+    assert "20" not in run["q1"] or run["q1"]["20"] < run["q1"]["10"]
+    assert list(run["q2"]) == ["30"]
+    assert "q3" not in run and facts["without_hits"] == ["q3"]
+    assert facts["with_hits"] == 2 and facts["failed"] == {}
+
+
+def test_ties_are_broken_as_trec_eval_does():
+    results = [
+        {
+            "id": "q",
+            "ret_code": 0,
+            "ret_str": "",
+            "hits": [["1", 2.5], ["3", 2.5], ["2", 2.5]],
+            "seconds": 0.1,
+        }
+    ]
+    run, _ = approach0._run_and_facts(results, depth=2)
+    assert list(run["q"].items()) == [("3", 2.5), ("2", 2.5)]
+
+
+def test_too_many_unparsed_formulas_is_an_error(tmp_path):
+    documents = [("1", "[imath]\\frac{[/imath] and [imath]x[/imath]")]
+    with pytest.raises(InputFormatError, match=r"corpus.jsonl: 1 of 2 formulas \(50.0%\)"):
+        approach0.build_index(
+            documents, tmp_path / "ix", max_unparsed_rate=0.1, where="corpus.jsonl"
+        )
+    assert not (tmp_path / "ix").exists()
+
+
+def test_half_written_index_is_refused_and_rebuilt(tiny_index, tmp_path):
+    index, _ = tiny_index
+    broken = tmp_path / "index"
+    broken.mkdir()
+    (broken / "metadata.bin").write_bytes(b"")
+    with pytest.raises(HybridIRError, match="not a complete Approach0 index"):
+        approach0.search(broken, [{"id": "q", "keywords": []}], depth=5)
+    approach0.build_index([("1", "prime [imath]x[/imath]")], broken, 0.5, "corpus")
+    assert approach0.index_is_complete(broken)
+    assert (broken / "metadata.bin").stat().st_size > 0  # the new index's, not the stub
+
+
+def test_engine_crash_fails_one_topic_and_the_next_worker_goes_on(tiny_index, monkeypatch):
+    index, _ = tiny_index
+    real_run = subprocess.run
+    calls = []
+
+    def crash_first(command, **kwargs):
+        calls.append(command)
+        if len(calls) == 1:  # the first worker dies on its first topic, as a segfault would
+            return subprocess.CompletedProcess(command, -11)
+        return real_run(command, **kwargs)
+
+    monkeypatch.setattr(approach0.subprocess, "run", crash_first)
+    queries = [
+        {"id": "q1", "keywords": [{"type": "term", "str": "prime", "boost": 1.0}]},
+        {"id": "q2", "keywords": [{"type": "term", "str": "prime", "boost": 1.0}]},
+    ]
+    run, facts = approach0.search(index, queries, depth=5)
+    assert facts["failed"] == {"q1": "engine crashed (signal 11)"}
+    assert list(run) == ["q2"]
+    assert calls[1][-2] == "1"  # the second worker starts at the second topic
+
+
+def test_no_download_is_attempted_with_the_network_blocked(tmp_path):
+    """Index, queries (with stemming) and search in a process whose sockets all fail, and
+    where NLTK's downloader and pya0's prebuilt-index fetcher would raise if reached."""
+    script = textwrap.dedent(
+        f"""
+        import socket, sys
+        def blocked(*args, **kwargs):
+            raise OSError("network blocked by the test")
+        socket.socket.connect = blocked
+        socket.create_connection = blocked
+        import nltk
+        def no_download(*args, **kwargs):
+            raise SystemExit("nltk.download called")
+        nltk.download = no_download
+        import nltk.data
+        def no_data(*args, **kwargs):
+            raise SystemExit("nltk data looked up: " + repr(args))
+        nltk.data.find = no_data
+        nltk.data.load = no_data
+        from hybrid_ir import approach0
+        from hybrid_ir.structure import DocumentTemplate, Terms, topic_queries, QueryRule
+        terms = Terms("porter")
+        doc = DocumentTemplate("{{text}}").render({{"id": "1", "text": "Primes $p^2$"}}, terms, "c")
+        approach0.build_index([("1", doc)], r"{tmp_path / "ix"}", 0.5, "c")
+        topics = [{{"id": "t", "title": "primes", "text": "$p^2$"}}]
+        queries = topic_queries(topics, None, QueryRule(), terms, {{"term": 1.0, "tex": 1.0}}, "t")
+        import pya0.index_manager
+        def no_prebuilt(*args, **kwargs):
+            raise SystemExit("pya0 prebuilt index requested")
+        pya0.index_manager.from_prebuilt_index = no_prebuilt
+        run, facts = approach0.search(r"{tmp_path / "ix"}", queries, 5)
+        assert list(run["t"]) == ["1"], (run, facts)
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().endswith("ok")
+
+
+def test_pya0_is_kept_out_of_the_modules_that_prepare_documents_and_queries():
+    for module in ("structure.py", "approach0.py"):
+        source = (Path(approach0.__file__).parent / module).read_text(encoding="utf-8")
+        top_level = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
+        assert not [line for line in top_level if "pya0" in line], module
+
+
+def test_ntcir12_formula_list_as_pya0_reads_it(tmp_path):
+    latex = tmp_path / "formulas.txt"
+    latex.write_text(
+        "Binomial_coefficient:197 \\binom{n}{k}\n"
+        "Dedekind_eta_function:31 \\eta(\\tau)=% q^{1/24}\n",
+        encoding="utf-8",
+    )
+    assert read_formulas(latex) == [
+        {
+            "id": "Binomial_coefficient:197",
+            "title": "Binomial coefficient",
+            "text": "\\binom{n}{k}",
+        },
+        {
+            "id": "Dedekind_eta_function:31",
+            "title": "Dedekind eta function",
+            "text": "\\eta(\\tau)=q^{1/24}",
+        },
+    ]
+    latex.write_text("Binomial_coefficient \\binom{n}{k}\n", encoding="utf-8")
+    with pytest.raises(
+        InputFormatError, match=r"formulas.txt:1: expected '<Article>:<position> <TeX>'"
+    ):
+        read_formulas(latex)
+
+
+def test_ntcir12_formula_collection_is_searched_by_structure(tmp_path):
+    records = [
+        {"id": "Pythagorean_theorem:1", "title": "", "text": "a^2+b^2=c^2"},
+        {"id": "Integral:4", "title": "", "text": "\\int_a^b f(x)\\,dx"},
+    ]
+    template = DocumentTemplate("{text}", formula_fields=("text",))
+    terms = Terms(None)
+    documents = [(r["id"], template.render(r, terms, "c")) for r in records]
+    approach0.build_index(documents, tmp_path / "ix", 0.5, "c")
+    rule = QueryRule(term_fields=(), formula_fields=(), tex_fields=("text",))
+    queries = topic_queries(
+        [{"id": "NTCIR12-MathWiki-1", "title": "", "text": "x^2+y^2=z^2"}],
+        None,
+        rule,
+        terms,
+        BOOSTS,
+        "t",
+    )
+    run, _ = approach0.search(tmp_path / "ix", queries, 10)
+    assert list(run["NTCIR12-MathWiki-1"])[0] == "Pythagorean_theorem:1"

@@ -1,0 +1,45 @@
+"""Snakemake adapter: paper 000's re-ranking of a base run's candidates by a fine-tuned DPR or
+ColBERT model, scored as that model's search scores, with no index of the collection."""
+
+import logging
+from pathlib import Path
+
+from hybrid_ir.formats import read_records
+from hybrid_ir.logged import run_step
+from hybrid_ir.neural.candidates import top_candidates
+from hybrid_ir.neural.dense import topic_texts
+from hybrid_ir.neural.encoders import Job, encoder
+from hybrid_ir.neural.models import set_threads
+from hybrid_ir.runs import read_run, write_run
+
+
+def main():
+    set_threads(snakemake.threads)
+    spec, settings = snakemake.params.reranker, snakemake.params.settings
+    documents = topic_texts(
+        read_records(snakemake.input.corpus), snakemake.params.doc_fields, separator="\n"
+    )
+    queries = topic_texts(
+        read_records(snakemake.input.topics), snakemake.params.query_fields, separator="\n"
+    )
+    candidates = top_candidates(
+        read_run(snakemake.input.base, topics=queries), queries, spec["depth"]
+    )
+    logging.info(
+        "%s re-ranking of %s: %d of %d topics, %d candidates (depth %d)",
+        spec["encoder"],
+        spec["base"],
+        len(candidates),
+        len(queries),
+        sum(len(docs) for docs in candidates.values()),
+        spec["depth"],
+    )
+    job = Job(extensions_dir=Path(snakemake.params.extensions))
+    run = encoder(spec["encoder"]).rerank(
+        Path(snakemake.input.model), candidates, documents, queries, settings, job
+    )
+    lines = write_run(run, snakemake.output.run, tag=snakemake.wildcards.system)
+    logging.info("%d topics re-ranked, %d lines", len(run), lines)
+
+
+run_step(snakemake, main)
