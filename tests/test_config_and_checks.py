@@ -241,3 +241,16 @@ def test_a_retriever_of_an_unknown_collection_is_named(config):
     config["retrievers"]["cfx"] = {"vsr": {"model": "tfidf_cosine"}}
     with pytest.raises(ConfigError, match=r"retrievers.cfx: no collection 'cfx'"):
         validate_config(config, SCHEMA)
+
+
+def test_expected_runs_without_a_topic_set_are_named(tmp_path):
+    """Without ``topics`` the evaluation paths would have an empty topic-set folder."""
+    from hybrid_ir.checks import load_expected
+
+    path = tmp_path / "pins.yaml"
+    path.write_text(
+        "collection: arqmath\nruns:\n  approach0-pya0:\n    arqmath1:\n"
+        "      nDCG': {value: 0.1, tolerance: 0.005}\n"
+    )
+    with pytest.raises(ConfigError, match=r"pins.yaml: .* with 'runs' needs a 'topics' key"):
+        load_expected([path])

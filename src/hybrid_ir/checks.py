@@ -167,5 +167,10 @@ def load_expected(paths: list[str | Path]) -> list[dict]:
             document = yaml.safe_load(handle)
         if not isinstance(document, dict) or "collection" not in document:
             raise ConfigError(f"{path}: an expected-scores file needs a 'collection' key")
+        if document.get("runs") and "topics" not in document:
+            raise ConfigError(
+                f"{path}: an expected-scores file with 'runs' needs a 'topics' key (the topic "
+                "set the runs were made on)"
+            )
         documents.append({**document, "path": str(path)})
     return documents
