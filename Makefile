@@ -37,6 +37,7 @@ benchmark: setup
 	$(BIN)/python benchmarks/sparse_dense.py
 	$(BIN)/python benchmarks/math_models.py
 	$(BIN)/python benchmarks/structure.py
+	$(BIN)/python benchmarks/askme_scale.py --documents 100000 1000000
 
 # The rule graph of docs/architecture.md (needs Graphviz: Debian's graphviz package).
 docs: setup

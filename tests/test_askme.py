@@ -9,6 +9,14 @@ Sections are written as patterns in the paper's notation: ``X`` and ``Y`` are th
 
 from __future__ import annotations
 
+import gzip
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
 import pytest
 
 from hybrid_ir.askme import (
@@ -26,6 +34,7 @@ from hybrid_ir.askme import (
     term_share,
 )
 from hybrid_ir.errors import ConfigError, HybridIRError
+from hybrid_ir.fetch import add_to_manifest, entry_for_file
 
 QUERY = "the risk of cancer"  # wrong order on purpose: terms are ("risk", "cancer") here
 TERMS = ("cancer", "risk")
@@ -230,6 +239,85 @@ def test_missing_topic_or_document_is_an_error() -> None:
         rerank({"t1": {"d9": 1.0}}, CORPUS, TOPICS)
 
 
+# streaming: candidates read topic by topic, from a Lucene index's stored documents -------------
+
+
+class CountingDocuments:
+    """A dict corpus that records every lookup, to see what :func:`rerank` reads and when."""
+
+    def __init__(self, corpus: dict) -> None:
+        self.corpus = corpus
+        self.reads: list[str] = []
+
+    def get(self, doc: str) -> dict | None:
+        self.reads.append(doc)
+        return self.corpus.get(doc)
+
+
+def test_only_each_topics_head_is_read_topic_by_topic() -> None:
+    bm25 = {
+        "t1": {"d1": 10.0, "d2": 5.0, "d3": 4.0},
+        "t2": {"d3": 3.0, "d2": 2.0, "d1": 1.0},
+    }
+    topics, config = {"t1": "cancer risk", "t2": "risk"}, AskMeConfig(depth=2)
+    documents = CountingDocuments(CORPUS)
+    streamed = rerank(iter(bm25.items()), documents, topics, config)  # a stream, read once
+    # Depth 2: d3 of t1 and d1 of t2 are never read; d2, read for t1, is read again for t2.
+    assert documents.reads == ["d1", "d2", "d3", "d2"]
+    assert streamed == rerank(bm25, CORPUS, topics, config)
+    assert list(streamed["t2"]) == ["d2", "d3", "d1"]
+
+
+# Field values that a JSON round trip through Anserini could alter if anything were lost: quotes,
+# backslashes, non-ASCII letters, a newline, a missing title.
+STORED = [
+    {"id": "s1", "title": 'Cancer "risk" \\ of women', "text": "Risk of cancer. Cancer risk zz."},
+    {"id": "s2", "title": None, "text": "Zz zz cancer.\nRisk — naïve cancer-risk é."},
+    {"id": "s3", "title": "Risk zz", "text": "Zz cancer zz risk. Cancer zz."},
+    {"id": "s4", "title": "Zz", "text": "Zz zz zz."},
+]
+
+
+@pytest.fixture(scope="module", params=["flat", "multifield"])
+def stored_index(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    from hybrid_ir.formats import write_records
+    from hybrid_ir.lucene.index import build_bm25_index
+
+    root = tmp_path_factory.mktemp(f"stored-{request.param}")
+    write_records(root / "corpus.jsonl", STORED)
+    build_bm25_index(root / "corpus.jsonl", root / "index", request.param)
+    return root / "index"
+
+
+@pytest.mark.lucene
+def test_stored_documents_are_the_indexed_records(stored_index) -> None:
+    from hybrid_ir.lucene.stored import StoredDocuments
+
+    documents = StoredDocuments(stored_index)
+    for record in STORED:
+        assert documents.get(record["id"]) == record
+    assert documents.get("s9") is None
+    assert documents.lookups == len(STORED) + 1
+
+
+@pytest.mark.lucene
+@pytest.mark.parametrize("combine", ["heuristics", "sum"])
+def test_rerank_from_the_index_equals_rerank_from_the_corpus(stored_index, combine: str) -> None:
+    from hybrid_ir.lucene.stored import StoredDocuments
+
+    bm25 = {
+        "q1": {"s1": 4.0, "s2": 3.0, "s3": 2.0, "s4": 1.0},
+        "q2": {"s4": 9.0, "s3": 8.0, "s2": 7.0},
+    }
+    topics = {"q1": "cancer risk", "q2": "risk of naïve cancer"}
+    config = AskMeConfig(combine=combine, depth=3)
+    corpus = {record["id"]: record for record in STORED}
+    from_index = rerank(bm25, StoredDocuments(stored_index), topics, config)
+    assert from_index == rerank(bm25, corpus, topics, config)
+    if combine == "heuristics":  # s4, BM25's first for q2, holds no search term: now last
+        assert list(from_index["q2"]) == ["s3", "s2", "s4"]
+
+
 # configuration ---------------------------------------------------------------------------------
 
 
@@ -273,3 +361,71 @@ def test_from_dict_errors_name_the_bad_key(values: dict, named: str) -> None:
 def test_from_dict_rejects_a_non_mapping() -> None:
     with pytest.raises(ConfigError, match="askme: expected a mapping"):
         AskMeConfig.from_dict([("depth", 10)])  # type: ignore[arg-type]
+
+
+# configs/paper004-beir.yaml on stand-ins for the BEIR datasets ----------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+BEIR_QUERIES = [{"_id": "1", "text": "origin of covid"}, {"_id": "2", "text": "do masks work"}]
+BEIR_CORPUS = [
+    {"_id": "d1", "title": "Covid origin", "text": "The origin of the virus."},
+    {"_id": "d2", "title": "Masks", "text": "Masks reduce spread."},
+]
+BEIR_QRELS = "query-id\tcorpus-id\tscore\n1\td1\t2\n2\td2\t1\n"
+
+
+def _jsonl(records: list[dict]) -> str:
+    return "".join(json.dumps(record) + "\n" for record in records)
+
+
+def test_the_beir_overlay_plans_bm25_askme_and_fig4_on_stand_ins(tmp_path: Path) -> None:
+    """The official layouts, generated: BEIR zips for TREC-COVID and NFCorpus, loose files for
+    BioASQ; each askme run reads the multifield index, and the table has all three."""
+    mirror = tmp_path / "mirror"
+    files = []
+    for name in ("trec-covid", "nfcorpus"):
+        path = mirror / f"beir/{name}/{name}.zip"
+        path.parent.mkdir(parents=True)
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr(f"{name}/corpus.jsonl", _jsonl(BEIR_CORPUS))
+            archive.writestr(f"{name}/queries.jsonl", _jsonl(BEIR_QUERIES))
+            archive.writestr(f"{name}/qrels/test.tsv", BEIR_QRELS)
+        files.append(path)
+    bioasq = mirror / "beir/bioasq"
+    (bioasq / "qrels").mkdir(parents=True)
+    with gzip.open(bioasq / "corpus.jsonl.gz", "wt") as corpus:
+        corpus.write(_jsonl(BEIR_CORPUS))
+    (bioasq / "queries.jsonl").write_text(_jsonl(BEIR_QUERIES))
+    (bioasq / "qrels/test.tsv").write_text(BEIR_QRELS)
+    files += [bioasq / "corpus.jsonl.gz", bioasq / "queries.jsonl", bioasq / "qrels/test.tsv"]
+    manifest = tmp_path / "manifest.tsv"
+    shutil.copyfile(REPO / "workflow/resources/manifest.tsv", manifest)
+    add_to_manifest(manifest, [entry_for_file(file, mirror) for file in files])
+
+    command = [
+        str(Path(sys.executable).with_name("snakemake")), "--dry-run", "--forceall", "--nolock",
+        "--cores", "1", "--configfile", "configs/paper004-beir.yaml",
+        "--config", f"manifest={manifest}", f"mirror={mirror}",
+        "--", "results/tables/paper004-fig4.md",
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    plan = done.stdout
+    assert "results/tables/paper004-fig4.md" in plan
+    for collection in ("trec-covid", "nfcorpus", "bioasq"):
+        assert f"results/runs/{collection}/test/bm25-askme.trec" in plan
+        assert f"results/indexes/{collection}/bm25-multifield" in plan
+        assert f"results/runs/{collection}/test/bm25-flat.trec" in plan
+    # Each askme job's inputs: its base run and the multifield index it reads documents from.
+    askme_inputs = [
+        [path.strip() for path in line.split(":", 1)[1].split(",")]
+        for job in plan.split("\nrule ")[1:]
+        if job.startswith("retrieve:")
+        for line in job.splitlines()
+        if line.strip().startswith("input:")
+    ]
+    assert len(askme_inputs) == 3
+    for inputs in askme_inputs:
+        assert any(path.endswith("/test/bm25-multifield.trec") for path in inputs), inputs
+        index = [path for path in inputs if path.startswith("results/indexes/")]
+        assert len(index) == 1 and index[0].endswith("/bm25-multifield"), inputs

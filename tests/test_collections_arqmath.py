@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 import textwrap
 from html import escape
@@ -10,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_ir.collections import get_reader
+from hybrid_ir.collections import get_reader, source_problems
 from hybrid_ir.collections.arqmath import (
     PostsStats,
+    read_post_links,
     read_posts_answers,
     read_threads,
     read_topics,
@@ -369,7 +371,7 @@ def test_broken_posts_xml_names_file_and_line(tmp_path: Path) -> None:
 
 def test_answer_without_parent_names_the_answer(tmp_path: Path) -> None:
     path = _write(tmp_path / "Posts.xml", POSTS_XML.replace(' ParentId="5"', ""))
-    with pytest.raises(InputFormatError, match=r"Posts\.xml: answer 6 has no ParentId"):
+    with pytest.raises(InputFormatError, match=r"Posts\.xml:7: answer 6 has no ParentId"):
         list(read_posts_answers(path))
 
 
@@ -455,3 +457,66 @@ def test_real_posts_xml_sample(mirror: Path) -> None:
     assert stats == PostsStats(answers=7, orphans=0)
     assert [doc["id"] for doc in docs] == ["4", "7", "9", "13", "14", "15", "16"]
     assert [doc["id"] for doc in docs if doc["accepted"]] == ["7", "9"]
+
+
+def _link(post: str, related: str, kind: str) -> str:
+    date = "2011-01-01T00:00:00.000"
+    return _row(Id=post, CreationDate=date, PostId=post, RelatedPostId=related, LinkTypeId=kind)
+
+
+POST_LINKS_XML = "\n".join(
+    [
+        '<?xml version="1.0" encoding="utf-8"?>',
+        "<postlinks>",
+        _link("1", "9", "3"),
+        _link("8", "1", "3"),
+        _link("1", "7", "1"),
+        "</postlinks>\n",
+    ]
+)
+
+
+def test_post_links_give_each_answer_its_questions_duplicates(tmp_path: Path) -> None:
+    links = _write(tmp_path / "PostLinks.xml", POST_LINKS_XML)
+    assert read_post_links(links) == {"1": ["8", "9"], "9": ["1"], "8": ["1"]}  # not "linked" 7
+    sources = {"posts": _write(tmp_path / "Posts.xml", POSTS_XML), "post_links": links}
+    docs = list(get_reader("arqmath_posts_xml")(sources).docs or [])
+    assert [doc["duplicates"] for doc in docs] == [["8", "9"], ["8", "9"], []]
+    assert [{k: v for k, v in doc.items() if k != "duplicates"} for doc in docs] == POSTS_DOCS
+
+
+def test_post_links_role_is_optional_and_checked() -> None:
+    entry = {"reader": "arqmath_posts_xml", "topics": [], "qrels": []}
+    with_links = {**entry, "sources": {"posts": "P.xml", "post_links": "L.xml"}}
+    assert source_problems("collections.c", with_links) == ([], [])
+    typo = {**entry, "sources": {"posts": "P.xml", "postlinks": "L.xml"}}
+    errors, _ = source_problems("collections.c", typo)
+    assert errors and errors[0].startswith("collections.c.sources.postlinks: ")
+
+
+def test_creation_dates_are_kept_as_written(tmp_path: Path) -> None:
+    asked, answered = "2012-03-04T05:06:07.890", "2013-01-01T00:00:00.000"
+    dated = POSTS_XML.replace('PostTypeId="1"', f'PostTypeId="1" CreationDate="{asked}"')
+    dated = dated.replace('<row Id="2"', f'<row Id="2" CreationDate="{answered}"')
+    first = next(read_posts_answers(_write(tmp_path / "Posts.xml", dated)))
+    assert (first["date"], first["question_date"]) == (answered, asked)
+
+
+BAD_DATE = POSTS_XML.replace('Score="1"', 'Score="1" CreationDate="yesterday"')
+BAD_SCORE = POSTS_XML.replace('Score="-2"', 'Score="many"')
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "problem"),
+    [
+        ("PostLinks.xml", POST_LINKS_XML.replace(' LinkTypeId="1"', ""), ":5: row lacks PostId"),
+        ("PostLinks.xml", POST_LINKS_XML.replace('PostId="8"', "PostId"), ":4: malformed XML"),
+        ("Posts.xml", BAD_DATE, ":4: post 2: CreationDate 'yesterday' is not an ISO 8601 date"),
+        ("Posts.xml", BAD_SCORE, ":5: answer 3: Score 'many'"),
+    ],
+)
+def test_bad_rows_name_file_and_line(tmp_path: Path, name: str, text: str, problem: str) -> None:
+    path = _write(tmp_path / name, text)
+    read = read_post_links if name == "PostLinks.xml" else lambda p: list(read_posts_answers(p))
+    with pytest.raises(InputFormatError, match=re.escape(name + problem)):
+        read(path)

@@ -30,11 +30,20 @@ def test_default_config_is_valid(config):
 def test_paper_config_is_valid_over_the_default(config):
     from snakemake.utils import update_config
 
+    from hybrid_ir.config import config_layers, merged_config
+
+    layers = config_layers([REPO / "config.yaml", REPO / "configs" / "paper.yaml"], {})
+    merged = merged_config(layers)
+    validate_config(merged, SCHEMA, "configs/paper.yaml")
+    assert merged["math_models"]["pretraining"]["epochs"] == 7
+    assert "steps" not in merged["math_models"]["pretraining"]
+    assert merged["math_models"]["backbones"]["bert-math-3ep"]["pretraining"] == {"epochs": 3}
+    # Merged key by key alone, the default's steps would stay beside the paper's epochs: that
+    # is refused, never trained silently for the default's 150 steps.
     with open(REPO / "configs" / "paper.yaml", encoding="utf-8") as handle:
         update_config(config, yaml.safe_load(handle))
-    validate_config(config, SCHEMA, "configs/paper.yaml")
-    assert config["math_models"]["pretraining"]["epochs"] == 7
-    assert config["math_models"]["backbones"]["bert-math-3ep"]["pretraining"] == {"epochs": 3}
+    with pytest.raises(ConfigError, match="math_models.pretraining: sets both steps and epochs"):
+        validate_config(config, SCHEMA, "configs/paper.yaml")
 
 
 @pytest.mark.parametrize(
@@ -150,7 +159,7 @@ def test_validation_fills_the_schema_defaults():
 def test_an_entry_for_several_topic_sets_expands_to_one_per_set():
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     validate_config(config, SCHEMA)
-    first, second = (config["tables"][f"paper000-table1-arqmath{n}"] for n in (1, 2))
+    first, second = (config["tables"][f"arqmath{n}-paper001-first-stage"] for n in (1, 2))
     assert (first["topics"], first["qrels"]) == ("arqmath1", "arqmath1")
     assert (second["topics"], second["qrels"]) == ("arqmath2", "arqmath2")
     assert "ARQMath-2 topics" in second["title"] and "{topics" not in json.dumps(second)
@@ -160,7 +169,7 @@ def test_an_entry_for_several_topic_sets_expands_to_one_per_set():
 
 def test_an_entry_for_several_topic_sets_needs_topics_in_its_name():
     config = yaml.safe_load((REPO / "config.yaml").read_text())
-    config["tables"]["one-name"] = config["tables"].pop("paper000-table1-{topics}")
+    config["tables"]["one-name"] = config["tables"].pop("{topics}-paper001-first-stage")
     with pytest.raises(ConfigError, match=r"tables.one-name: an entry for several topic sets"):
         validate_config(config, SCHEMA)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -61,13 +60,6 @@ def test_cls_pooling_replaces_mean_pooling(encoder):
     assert cls.shape == (1, 384)
     np.testing.assert_allclose(np.linalg.norm(cls), 1.0, atol=1e-5)
     assert not np.allclose(cls, encoder.encode(SENTENCES[:1]), atol=1e-3)
-
-
-def test_adapter_without_the_adapters_library_is_a_config_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "adapters", None)  # import adapters -> ImportError
-    with pytest.raises(ConfigError, match="'adapters' library is not installed") as caught:
-        SentenceEncoder(adapter="allenai/specter2")
-    assert "\n" not in str(caught.value)
 
 
 def test_document_text_follows_the_specter_convention():

@@ -94,3 +94,63 @@ def test_the_encoder_registry_runs_dpr_from_its_config_entry(tiny_bert, tmp_path
     assert run == direct and len(run["q1"]) == 3
     with pytest.raises(ConfigError, match="unknown encoder 'splade'; known: dpr, colbert"):
         encoder("splade")
+
+
+def test_an_epoch_snapshot_is_the_model_of_a_training_that_long(tiny_bert, tmp_path):
+    """With a constant rate, the model after epoch 1 of 2 is a 1-epoch training's, bit for bit
+    (paper 000, Table 1 rows 1-4); the final model is unchanged by taking a snapshot."""
+
+    def train(steps, out, snapshots=None):
+        settings = DPRSettings(
+            steps=steps, batch_size=1, lr=1e-3, seed=3, passage_max_length=32, warmup_steps=1,
+            schedule="constant", snapshot_dirs=snapshots or {},
+        )  # fmt: skip
+        return train_dpr(str(tiny_bert), TRIPLETS, out, settings)
+
+    facts = train(4, tmp_path / "two", {1: str(tmp_path / "epoch1")})
+    once = train(2, tmp_path / "one")
+    plain = train(4, tmp_path / "plain")
+    weights = "model.safetensors"
+    snapshot = (tmp_path / "epoch1" / weights).read_bytes()
+    assert snapshot == (tmp_path / "one" / weights).read_bytes()
+    assert snapshot != (tmp_path / "two" / weights).read_bytes()
+    assert (tmp_path / "two" / weights).read_bytes() == (tmp_path / "plain" / weights).read_bytes()
+    saved = json.loads((tmp_path / "epoch1" / "dpr.json").read_text())
+    assert saved["losses"] == once["losses"] == facts["losses"][:2]
+    assert saved["epochs"] == 1.0 and saved["settings"]["steps"] == 2
+    assert plain["losses"] == facts["losses"] and "snapshot_dirs" not in facts["settings"]
+
+
+def test_a_snapshot_at_or_after_the_end_of_training_is_a_config_error(tiny_bert, tmp_path):
+    from hybrid_ir.errors import ConfigError
+
+    settings = DPRSettings(steps=2, batch_size=1, lr=1e-3, seed=3, snapshot_dirs={1: "x"})
+    with pytest.raises(ConfigError, match=r"math_models\.dpr\.snapshots: epoch 1 does not end"):
+        train_dpr(str(tiny_bert), TRIPLETS, tmp_path / "dpr", settings)
+
+
+def test_snapshot_runs_are_named_and_checked_from_configuration():
+    from hybrid_ir.config import _check_training_data, math_model_runs
+    from hybrid_ir.errors import ConfigError
+
+    dpr = {"epochs": 10, "batch_size": 36, "lr": 3e-6, "schedule": "constant", "snapshots": [1]}
+    math = {"backbones": {"bert": {}, "bert-math-7ep": {}}, "dpr": dpr, "released": {}}
+    runs = math_model_runs(math)
+    assert runs["dpr-epoch1-bert-math-7ep"] == {
+        "kind": "dpr",
+        "backbone": "bert-math-7ep",
+        "model": "dpr-epoch1",
+    }
+    assert runs["dpr-bert"]["model"] == "dpr" and len(runs) == 4
+    _check_training_data(math, "config")
+    for change, problem in [
+        ({"schedule": "linear"}, "needs math_models.dpr.schedule: constant"),
+        ({"snapshots": [10]}, "epoch 10 is not before the last"),
+    ]:
+        with pytest.raises(ConfigError, match=f"math_models.dpr.snapshots: {problem}"):
+            _check_training_data(math | {"dpr": dpr | change}, "config")
+    steps = {k: v for k, v in dpr.items() if k != "epochs"} | {"steps": 100}
+    with pytest.raises(ConfigError, match="snapshots are epochs"):
+        _check_training_data(math | {"dpr": steps}, "config")
+    with pytest.raises(ConfigError, match=r"math_models\.triplets\.before: '2018-13-01'"):
+        _check_training_data(math | {"triplets": {"before": "2018-13-01"}}, "config")

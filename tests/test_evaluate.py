@@ -130,6 +130,21 @@ def test_ntcir12_levels_are_configurable():
     assert by_name["Full BPref"] == by_object["Full BPref"] == pytest.approx(expected)
 
 
+def test_ntcir12_on_the_concrete_qrels_is_pya0s_protocol():
+    # pya0 runs the concrete topics only and calls trec_eval WITHOUT -c on the qrels of all 40
+    # topics, so its mean is over the run's topics: here N alone, a concrete topic (W has a
+    # query variable and is not searched). The reader's concrete qrels give that mean with the
+    # workflow's -c semantics; the qrels of every topic would average in W's zero.
+    qrels = {**NTCIR_QRELS, "W": {"w1": 4, "w2": 0}}
+    concrete = evaluate(NTCIR_QRELS, NTCIR_RUN, ["ntcir12"])
+    every_topic = evaluate(qrels, NTCIR_RUN, ["ntcir12"])
+    full = ((1 - 1 / 3) + (1 - 3 / 3)) / 3
+    assert concrete.aggregate["Full BPref"] == pytest.approx(full)
+    assert every_topic.aggregate["Full BPref"] == pytest.approx(full / 2)
+    # pya0's judge_rate: 1000 x judged / retrieved over the run's topics, 5 of 6 here.
+    assert 1000 * concrete.aggregate["Judged@1000"] == pytest.approx(1000 * 5 / 6)
+
+
 def test_unanswered_topics_count_zero_as_trec_eval_c():
     qrels = {"A": {"x": 1}, "B": {"y": 1}}
     run = {"A": {"x": 1.0}, "Z": {"y": 1.0}}

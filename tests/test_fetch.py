@@ -427,3 +427,56 @@ def test_manifest_that_is_not_utf8_is_refused(tmp_path):
     path.write_bytes(path.read_bytes().replace("é".encode(), b"\xe9"))
     with pytest.raises(InputFormatError, match=r"manifest.tsv: not UTF-8 text$"):
         load_manifest(path)
+
+
+# hybrid-ir manifest add -------------------------------------------------------------------------
+
+
+def test_manifest_add_writes_path_sha256_and_size_and_replaces_a_stale_row(tmp_path, capsys):
+    from hybrid_ir.cli import main
+
+    existing = entry_for("cf/original/cfquery", GOOD)
+    mirror = tmp_path / "mirror"
+    (mirror / "arqmath" / "full").mkdir(parents=True)
+    posts = mirror / "arqmath" / "full" / "Posts.V1.3.xml"
+    posts.write_bytes(b"<posts>\n</posts>\n")
+    manifest = tmp_path / "manifest.tsv"
+    write_manifest([entry_for("cf/original/cfquery", GOOD)], manifest)
+
+    assert (
+        main(["manifest", "add", str(posts), "--mirror", str(mirror), "--manifest", str(manifest)])
+        == 0
+    )
+    row = load_manifest(manifest)["arqmath/full/Posts.V1.3.xml"]
+    assert (row.sha256, row.size) == (hashlib.sha256(posts.read_bytes()).hexdigest(), 17)
+    assert load_manifest(manifest)[existing.path] == existing
+    assert "written" in capsys.readouterr().out
+
+    posts.write_bytes(b"<posts/>\n")
+    assert (
+        main(["manifest", "add", str(posts), "--mirror", str(mirror), "--manifest", str(manifest)])
+        == 0
+    )
+    assert load_manifest(manifest)["arqmath/full/Posts.V1.3.xml"].size == 9
+    assert (
+        main(["manifest", "add", str(posts), "--mirror", str(mirror), "--manifest", str(manifest)])
+        == 0
+    )
+    assert capsys.readouterr().out.rstrip().endswith("unchanged")
+
+
+def test_manifest_add_refuses_a_file_outside_the_mirror_and_a_missing_one(tmp_path, capsys):
+    from hybrid_ir.cli import main
+
+    (tmp_path / "mirror").mkdir()
+    outside = tmp_path / "elsewhere.xml"
+    outside.write_text("x")
+    manifest = tmp_path / "manifest.tsv"
+    write_manifest([entry_for("cf/original/cfquery", GOOD)], manifest)
+    before = manifest.read_bytes()
+    common = ["--mirror", str(tmp_path / "mirror"), "--manifest", str(manifest)]
+    assert main(["manifest", "add", str(outside), *common]) == 1
+    assert "not inside the mirror" in capsys.readouterr().err
+    assert main(["manifest", "add", str(tmp_path / "mirror" / "nope.xml"), *common]) == 1
+    assert "nope.xml: no such file" in capsys.readouterr().err
+    assert manifest.read_bytes() == before

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 from pathlib import Path
 
 import matplotlib.image
@@ -17,12 +18,17 @@ from hybrid_ir.figures import (
     FIGSIZE,
     draw,
     fused_rank_rows,
+    head_to_head,
     label_bar_figure,
     label_panels,
+    metric_at_k,
     metric_vs_parameter,
     pr_curves,
     read_topic_labels,
     recall_at_k_curve,
+    sweep_runs,
+    sweep_styles,
+    table_figure,
 )
 from hybrid_ir.runs import read_run
 
@@ -334,3 +340,269 @@ def test_figure_kinds_config_defaults_and_required_keys():
     assert "cutoff" not in fig2 and "labels" not in fig3
     with pytest.raises(ConfigError, match="figures.fig3: 'topic' is a required property"):
         validate_config(without_topic, schema)
+
+
+# head_to_head (paper 001 Fig. 2) ---------------------------------------------------------------
+#
+# RR per topic (relevance >= 1), read off the runs below; MD does not answer A.5, which RR
+# (averaged over every qrels topic) scores 0; A.6 has no label row.
+#
+#          A.1  A.2  A.3  A.4  A.5  A.6      dependency
+#   PSU    1    1/2  1/3  1/2  1    1   A.1  Text        A.5 Text
+#   MD     1/2  1    1/3  1    0    1   A.2  Formula     A.3 Formula (tie)   A.4 Both
+
+H2H_QRELS = {"A.1": {"d1": 2}, "A.2": {"d2": 2}, "A.3": {"d3": 1}, "A.4": {"d4": 3},
+             "A.5": {"d5": 2}, "A.6": {"d6": 1}}  # fmt: skip
+H2H_RUNS = {
+    "PSU": {
+        "A.1": {"d1": 2.0},
+        "A.2": {"x": 2.0, "d2": 1.0},
+        "A.3": {"x": 3.0, "y": 2.0, "d3": 1.0},
+        "A.4": {"x": 2.0, "d4": 1.0},
+        "A.5": {"d5": 1.0},
+        "A.6": {"d6": 1.0},
+    },
+    "MD": {
+        "A.1": {"x": 2.0, "d1": 1.0},
+        "A.2": {"d2": 1.0},
+        "A.3": {"x": 3.0, "y": 2.0, "d3": 1.0},
+        "A.4": {"d4": 1.0},
+        "A.6": {"d6": 1.0},
+    },
+}
+H2H_LABELS = "topic_id\tset\tdependency\nA.1\ts1\tText\nA.2\ts1\tFormula\nA.3\ts1\tFormula\n" \
+    "A.4\ts1\tBoth\nA.5\ts1\tText\n"  # fmt: skip
+H2H_SPEC = {
+    "kind": "head_to_head",
+    "title": "PSU against MD",
+    "topics": "s1",
+    "metric": "RR",
+    "labels": ["dependency"],
+    "label_order": {"dependency": ["Text", "Formula", "Both"]},
+}
+
+
+def test_head_to_head_counts_means_and_tsv(tmp_path, caplog):
+    path = tmp_path / "labels.tsv"
+    path.write_text(H2H_LABELS, encoding="utf-8")
+    labels = read_topic_labels(path, "s1")
+    with caplog.at_level(logging.INFO, logger="hybrid_ir.figures"):
+        png, svg, tsv = draw(
+            "head_to_head", H2H_SPEC, H2H_RUNS, H2H_QRELS, None, tmp_path / "fig2", labels
+        )
+    assert "1 topics have no label row and are left out: A.6" in caplog.text
+    assert tsv.read_text(encoding="utf-8").splitlines() == [
+        "dependency\ttopics\tPSU higher\tMD higher\tties\tPSU mean RR\tMD mean RR",
+        "Text\t2\t2\t0\t0\t1.0000\t0.2500",
+        "Formula\t2\t0\t1\t1\t0.4167\t0.6667",  # (1/2 + 1/3) / 2, (1 + 1/3) / 2
+        "Both\t1\t0\t1\t0\t0.5000\t1.0000",
+    ]
+    assert matplotlib.image.imread(png).shape[:2] == (FIGSIZE[1] * DPI, 2 * FIGSIZE[0] * DPI)
+    text = svg.read_text(encoding="utf-8")
+    for label in ("PSU", "MD", "tie", "Formula (n=2)", "(b) mean RR over the topics"):
+        assert f">{label}</text>" in text
+    first = png.read_bytes(), svg.read_bytes(), tsv.read_bytes()
+    draw("head_to_head", H2H_SPEC, H2H_RUNS, H2H_QRELS, None, tmp_path / "fig2", labels)
+    assert (png.read_bytes(), svg.read_bytes(), tsv.read_bytes()) == first
+
+
+def test_head_to_head_compares_topics_both_runs_score(caplog):
+    scores = {"a": {"A.1": 1.0, "A.2": 0.5}, "b": {"A.1": 0.5, "A.3": 1.0}}
+    labels = {topic: {"dependency": "Text"} for topic in ("A.1", "A.2", "A.3")}
+    with caplog.at_level(logging.INFO, logger="hybrid_ir.figures"):
+        (row,) = head_to_head(scores, labels, "dependency")
+    assert (row.value, row.topics, row.higher, row.ties, row.means) == (
+        "Text",
+        1,
+        (1, 0),
+        0,
+        (1.0, 0.5),
+    )
+    assert "1 topics scored by a only are left out: A.2" in caplog.text
+    assert "1 topics scored by b only are left out: A.3" in caplog.text
+
+
+def test_head_to_head_needs_two_runs():
+    scores = {"a": {"A.1": 1.0}, "b": {"A.1": 0.5}, "c": {"A.1": 0.0}}
+    with pytest.raises(ConfigError, match="exactly 2 runs, got 3"):
+        head_to_head(scores, {"A.1": {"dependency": "Text"}}, "dependency")
+    with pytest.raises(ConfigError, match="no 'category' column"):
+        head_to_head({"a": {"A.1": 1.0}, "b": {"A.1": 0.5}}, {"A.1": {"x": "y"}}, "category")
+
+
+# ndcg_at_k and curves per swept value (paper 003 Figs. 2 and 4) --------------------------------
+#
+# Topic 1 judges a (2) and b (1); VSR ranks a, x, b: NDCG@1 = 1, NDCG@2 = 2 / (2 + 1/log2 3),
+# NDCG@3 = (2 + 1/2) / (2 + 1/log2 3). Dense ranks b, a.
+
+CF_QRELS = {"1": {"a": 2, "b": 1}}
+CF_RUNS = {"VSR": {"1": {"a": 0.9, "x": 0.5, "b": 0.4}}, "Dense": {"1": {"b": 0.8, "a": 0.6}}}
+IDCG = 2 + 1 / math.log2(3)
+SWEEP = {"method": "score_hybrid", "parameter": "lam", "values": [0.0, 0.5, 1.0], "params": {}}
+
+
+def test_ndcg_at_k_values_in_its_tsv(tmp_path):
+    spec = {"kind": "ndcg_at_k", "title": "NDCG@k", "max_k": 3}
+    png, svg, tsv = draw("ndcg_at_k", spec, CF_RUNS, CF_QRELS, None, tmp_path / "ndcg")
+    _check_png(png)
+    lines = [line.split("\t") for line in tsv.read_text(encoding="utf-8").splitlines()]
+    assert lines[0] == ["k", "VSR", "Dense"]
+    dense = [1 / 2, (1 + 2 / math.log2(3)) / IDCG, (1 + 2 / math.log2(3)) / IDCG]
+    vsr = [1.0, 2 / IDCG, 2.5 / IDCG]
+    for k, row in enumerate(lines[1:], 1):
+        assert row[0] == str(k)
+        assert [float(v) for v in row[1:]] == pytest.approx([vsr[k - 1], dense[k - 1]], abs=5e-5)
+    assert metric_at_k(CF_QRELS, CF_RUNS["VSR"], "nDCG", 3) == pytest.approx(
+        dict(enumerate(vsr, 1))
+    )
+    text = svg.read_text(encoding="utf-8")
+    for label in ("NDCG@k", "k (documents retrieved)", "VSR", "Dense"):
+        assert f">{label}</text>" in text
+
+
+def test_sweep_runs_fuse_each_value_and_are_drawn(tmp_path):
+    inputs = [CF_RUNS["Dense"], CF_RUNS["VSR"]]
+    swept = sweep_runs(SWEEP, inputs, [0.5, 1.0], "lambda = {value}")
+    assert list(swept) == ["lambda = 0.5", "lambda = 1.0"]
+    assert swept["lambda = 0.5"]["1"] == pytest.approx({"a": 0.75, "b": 0.6, "x": 0.25})
+    assert list(swept["lambda = 1.0"]["1"])[:2] == ["b", "a"]
+    with pytest.raises(ConfigError, match=r"sweep values \[0.3\] are not among"):
+        sweep_runs(SWEEP, inputs, [0.3], "{parameter} = {value}")
+    spec = {"kind": "ndcg_at_k", "title": "per lambda", "max_k": 2, "sweep": "s",
+            "sweep_label": "{parameter} = {value}"}  # fmt: skip
+    _, svg, tsv = draw("ndcg_at_k", spec, {}, CF_QRELS, None, tmp_path / "l", sweep=(SWEEP, inputs))
+    assert tsv.read_text(encoding="utf-8").splitlines()[:2] == [
+        "k\tlam = 0.0\tlam = 0.5\tlam = 1.0",
+        "1\t1.0000\t1.0000\t0.5000",
+    ]
+    pr_spec = {**spec, "kind": "pr_curves"}
+    _, pr_svg = draw("pr_curves", pr_spec, CF_RUNS, CF_QRELS, None, tmp_path / "pr",
+                     sweep=(SWEEP, inputs))  # fmt: skip
+    text = pr_svg.read_text(encoding="utf-8")
+    for label in ("VSR", "Dense", "lam = 0.0", "lam = 0.5", "lam = 1.0"):
+        assert f">{label}</text>" in text
+    styles = sweep_styles(["lam = 0.0", "lam = 0.5", "lam = 1.0"])
+    assert len({style["color"] for style in styles.values()}) == 3
+    with pytest.raises(ConfigError, match="needs the sweep and its input runs"):
+        draw("pr_curves", pr_spec, CF_RUNS, CF_QRELS, None, tmp_path / "none")
+
+
+# collection_stats (paper 004 Fig. 3) -----------------------------------------------------------
+
+STATS_CORPUS = [
+    {"id": "d1", "title": "Two words", "text": "one two three"},
+    {"id": "d2", "title": "", "text": "four words in here"},
+    {"id": "d3", "title": "Title only", "text": " "},
+]
+STATS_TOPICS = [
+    {"id": "q1", "title": "", "text": "what is it"},
+    {"id": "q2", "title": "", "text": "why"},
+    {"id": "q3", "title": "", "text": "not judged at all"},
+]
+STATS_QRELS = "q1 0 d1 2\nq1 0 d2 1\nq1 0 d3 0\nq2 0 d2 2\n"
+
+
+def _stats_files(tmp_path):
+    from hybrid_ir.formats import write_records
+
+    write_records(tmp_path / "corpus.jsonl", STATS_CORPUS)
+    write_records(tmp_path / "topics.jsonl", STATS_TOPICS)
+    (tmp_path / "test.qrels").write_text(STATS_QRELS, encoding="utf-8")
+    return tmp_path / "corpus.jsonl", tmp_path / "topics.jsonl", tmp_path / "test.qrels"
+
+
+def test_collection_stats_numbers_table_and_figure(tmp_path):
+    from hybrid_ir.collection_stats import (
+        HEADER,
+        collection_stats_of_files,
+        table_rows,
+        write_stats_markdown,
+        write_stats_tsv,
+    )
+    from hybrid_ir.evaluate import load_qrels
+
+    corpus, topics, qrels = _stats_files(tmp_path)
+    stats = collection_stats_of_files(
+        "Toy", corpus, topics, load_qrels(qrels), ["title", "text"], ["title", "text"]
+    )
+    assert (stats.queries, stats.documents) == (2, 3)
+    assert stats.relevant_per_query == 1.5  # q1: d1, d2; q2: d2
+    assert stats.query_words == 2.0  # (3 + 1) / 2, q3 is not judged
+    assert stats.document_words == pytest.approx((5 + 4 + 2) / 3)
+    assert stats.sections_per_document == pytest.approx((2 + 1 + 1) / 3)
+    strict = collection_stats_of_files(
+        "Toy", corpus, topics, load_qrels(qrels), ["text"], ["text"], min_relevance=2
+    )
+    assert (strict.relevant_per_query, strict.sections_per_document) == (1.0, 2 / 3)
+    assert table_rows([stats]) == [["Toy", "2", "3", "1.50", "2.00", "3.67", "title, text", "1.33"]]
+    tsv = write_stats_tsv([stats, strict], tmp_path / "s.tsv").read_text(encoding="utf-8")
+    assert tsv.splitlines()[1] == "Toy\t2\t3\t1.5000\t2.0000\t3.6667\ttitle,text\t1.3333"
+    markdown = write_stats_markdown([stats], tmp_path / "s.md", "Stats", ["a note"])
+    assert markdown.read_text(encoding="utf-8").splitlines() == [
+        "# Stats", "", "| " + " | ".join(HEADER) + " |", "|---" * len(HEADER) + "|",
+        "| Toy | 2 | 3 | 1.50 | 2.00 | 3.67 | title, text | 1.33 |", "", "- a note",
+    ]  # fmt: skip
+    png, svg = table_figure(HEADER, table_rows([stats]), tmp_path / "fig3", "Stats")
+    text = svg.read_text(encoding="utf-8")
+    for cell in ("#Documents", "Avg. D/Q", "Toy", "3.67", "Stats"):
+        assert f">{cell}</text>" in text
+    first = png.read_bytes(), svg.read_bytes()
+    table_figure(HEADER, table_rows([stats]), tmp_path / "fig3", "Stats")
+    assert (png.read_bytes(), svg.read_bytes()) == first
+
+
+def test_collection_stats_bad_input(tmp_path):
+    from hybrid_ir.collection_stats import collection_stats_of_files
+    from hybrid_ir.evaluate import load_qrels
+
+    corpus, topics, qrels = _stats_files(tmp_path)
+    with pytest.raises(
+        InputFormatError, match=r"corpus.jsonl: document 'd1' has no text field 'abstract'"
+    ):
+        collection_stats_of_files("Toy", corpus, topics, load_qrels(qrels), ["abstract"], ["text"])
+    with pytest.raises(ConfigError, match="Toy: the qrels judge none of the topics of"):
+        collection_stats_of_files("Toy", corpus, topics, {"zz": {"d1": 1}}, ["text"], ["text"])
+
+
+def test_new_figure_kinds_config_defaults_and_errors():
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    schema = REPO / "workflow" / "schemas" / "config.schema.yaml"
+    validate_config(copy.deepcopy(config), schema)  # the default configuration's figures
+    config["figures"] = {
+        "h2h": {"kind": "head_to_head", "collection": "arqmath", "topics": "arqmath1",
+                "metric": "nDCG'", "label_table": "topic_labels", "labels": ["dependency"],
+                "runs": {"PSU": "psu-bm25-tf-tfbert", "MD": "mathdowsers"}},
+        "ndcg": {"kind": "ndcg_at_k", "collection": "cf", "topics": "all", "qrels": "graded",
+                 "runs": {"VSR": "vsr"}},
+        "pr": {"kind": "pr_curves", "collection": "cf", "topics": "all", "qrels": "graded",
+               "sweep": "cf-hybrid-lambda"},
+        "stats": {"kind": "collection_stats", "title": "t",
+                  "datasets": {"SciFact": {"collection": "scifact", "topics": "test"}}},
+    }  # fmt: skip
+    valid = copy.deepcopy(config)
+    validate_config(valid, schema)
+    figures = valid["figures"]
+    assert figures["h2h"]["label_order"] == {} and figures["ndcg"]["max_k"] == 10
+    assert "sweep_label" not in figures["ndcg"]
+    assert figures["pr"]["sweep_label"] == "{parameter} = {value}"
+    stats = figures["stats"]
+    assert stats["notes"] == [] and "collection" not in stats
+    assert stats["datasets"]["SciFact"] == {
+        "collection": "scifact", "topics": "test", "qrels": "test", "sections": ["title", "text"],
+        "query_fields": ["title", "text"], "min_relevance": 1,
+    }  # fmt: skip
+    for key, change, message in [
+        ("h2h", {"runs": {"PSU": "psu-bm25"}}, "figures.h2h.runs: .* should be non-empty|"
+         "figures.h2h.runs: .*does not have enough properties"),
+        ("h2h", {"labels": ["dependency", "category"]}, "figures.h2h.labels"),
+        ("stats", {"datasets": {"N": {"collection": "ntcir12", "topics": "all"}}},
+         "figures.stats.datasets.N: collection 'ntcir12' has no corpus"),
+        ("stats", {"datasets": {"S": {"collection": "scifact", "topics": "dev"}}},
+         "figures.stats.datasets.S.topics: 'dev' is not one of"),
+        ("pr", {"collection": "scifact", "topics": "test", "qrels": "test"},
+         "figures.pr.sweep: sweep 'cf-hybrid-lambda' is on cf/all, the figure on scifact/test"),
+    ]:  # fmt: skip
+        bad = copy.deepcopy(config)
+        bad["figures"][key].update(change)
+        with pytest.raises(ConfigError, match=message):
+            validate_config(bad, schema)

@@ -1,5 +1,6 @@
 """Paper 000's Table 2 built by the workflow from an NTCIR-12 Wiki-Formula fixture in the official
-formats (topics XML, aggregated qrels, pya0's LaTeX list), with configs/ntcir12.yaml's entries."""
+formats (topics XML, aggregated qrels, the corpus archive of XHTML articles), with
+configs/ntcir12.yaml's entries: the concrete topics searched, the wildcard topic not."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import ir_measures
 import pytest
 import yaml
+from test_collections_ntcir import article_xhtml, math_element, tar_bytes
 from test_workflow import REPO, snakemake, write_manifest
 
 MATH = "http://www.w3.org/1998/Math/MathML"
@@ -17,6 +19,7 @@ QUERIES = {
     "NTCIR12-MathWiki-2": "\\int_{a}^{b}f(x)dx",
     "NTCIR12-MathWiki-3": "\\frac{n!}{k!(n-k)!}",
     "NTCIR12-MathWiki-4": "e^{i\\pi}+1=0",
+    "NTCIR12-MathWiki-21": "\\qvar{*1*}^{2}",  # a wildcard topic: not searched
 }
 FORMULAS = [
     ("Pythagorean_theorem:0", "a^{2}+b^{2}=c^{2}"),
@@ -41,12 +44,14 @@ JUDGMENTS = [
     ("NTCIR12-MathWiki-4", "Euler's_identity:0", 4),
     ("NTCIR12-MathWiki-4", "Euler's_identity:2", 1),
     ("NTCIR12-MathWiki-4", "Pythagorean_theorem:0", 0),
+    ("NTCIR12-MathWiki-21", "Pythagorean_theorem:0", 4),
 ]
 
 
 def topics_xml() -> bytes:
     topics = "".join(
-        f'<topic><num>{number}</num><query><formula id="f.0"><math><semantics><mi>x</mi>'
+        f'<topic><num>{number}</num><query><formula id="f.0"><math><semantics>'
+        f"{'<qvar>*1*</qvar>' if 'qvar' in tex else '<mi>x</mi>'}"
         f'<annotation encoding="application/x-tex">{tex}</annotation></semantics></math>'
         "</formula></query></topic>"
         for number, tex in QUERIES.items()
@@ -56,13 +61,33 @@ def topics_xml() -> bytes:
     )
 
 
+def corpus() -> bytes:
+    """The corpus archive: each article's formulas at their positions, the positions between
+    them taken by formulas without TeX (counted, not documents)."""
+    positions: dict[str, dict[int, str]] = {}
+    for formula_id, tex in FORMULAS:
+        article, _, position = formula_id.rpartition(":")
+        positions.setdefault(article, {})[int(position)] = tex.replace("&", "&amp;")
+    articles = {
+        f"wpmath0000001/Articles/{article}.html": article_xhtml(
+            article,
+            [
+                math_element(f"{article}:{n}", by_position.get(n))
+                for n in range(max(by_position) + 1)
+            ],
+        )
+        for article, by_position in positions.items()
+    }
+    return tar_bytes({"MathTagArticles/wpmath0000001.tar.bz2": tar_bytes(articles)})
+
+
 @pytest.fixture(scope="module")
 def table2(tmp_path_factory):
     root = tmp_path_factory.mktemp("ntcir12")
     files = {
         "ntcir/topics.xml": topics_xml(),
         "ntcir/qrels-test.dat": "".join(f"{t} xxx {d} {r}\n" for t, d, r in JUDGMENTS).encode(),
-        "ntcir/latex.txt": "".join(f"{i} {tex}\n" for i, tex in FORMULAS).encode(),
+        "ntcir/corpus.tar.bz2": corpus(),
     }
     for name, content in files.items():
         (root / "mirror" / name).parent.mkdir(parents=True, exist_ok=True)
@@ -74,10 +99,10 @@ def table2(tmp_path_factory):
         "sources": {
             "topics": "ntcir/topics.xml",
             "qrels_test": "ntcir/qrels-test.dat",
-            "formulas": "ntcir/latex.txt",
+            "articles": "ntcir/corpus.tar.bz2",
         },
-        "topics": ["all", "test"],
-        "qrels": ["all", "test"],
+        "topics": ["all", "test", "concrete"],
+        "qrels": ["all", "test", "concrete"],
     }
     for entry in overlay["crossval"].values():
         entry["folds"] = 2
@@ -100,6 +125,15 @@ def test_table2_has_the_paper_layout_and_our_scores(table2):
     with open(table2 / "results/tables/paper000-table2.csv", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     labels = list(dict.fromkeys(row["run"] for row in rows))
+    assert labels[:5] == [
+        "(1) MCAT (2016)",
+        "(2) Tangent-S (2017)",
+        "(3) Tangent-CFT (2019)",
+        "(4) GNN (2021)",
+        "(5) MathBERT (2021)",
+    ]
+    assert {row["marker"] for row in rows if row["run"] in labels[:5]} == {"published-only"}
+    labels = labels[5:]
     assert labels == [
         "Approach0 (pya0 engine, this workflow)",
         "Dense (MiniLM)",
@@ -112,11 +146,14 @@ def test_table2_has_the_paper_layout_and_our_scores(table2):
     assert published[(labels[-1], "Full BPref")] == "0.7"
     # Approach0's Part. BPref is what ir_measures computes from the run file and the qrels.
     qrels = list(
-        ir_measures.read_trec_qrels(str(table2 / "results/collections/ntcir12/qrels/all.qrels"))
+        ir_measures.read_trec_qrels(
+            str(table2 / "results/collections/ntcir12/qrels/concrete.qrels")
+        )
     )
     run = list(
-        ir_measures.read_trec_run(str(table2 / "results/runs/ntcir12/all/approach0-pya0.trec"))
+        ir_measures.read_trec_run(str(table2 / "results/runs/ntcir12/concrete/approach0-pya0.trec"))
     )
+    assert {judgment.query_id for judgment in qrels} == set(list(QUERIES)[:4])
     expected = ir_measures.calc_aggregate([ir_measures.Bpref(rel=1)], qrels, run)
     value = next(
         float(r["value"]) for r in rows if r["run"] == labels[0] and r["column"] == "Part. BPref"
@@ -125,17 +162,18 @@ def test_table2_has_the_paper_layout_and_our_scores(table2):
 
 
 def test_structure_search_ranks_the_same_structure_first(table2):
-    run = (table2 / "results/runs/ntcir12/all/approach0-pya0.trec").read_text().splitlines()
+    run = (table2 / "results/runs/ntcir12/concrete/approach0-pya0.trec").read_text().splitlines()
     first = {}
     for line in run:
         topic, _, doc, rank, *_ = line.split()
         if rank == "1":
             first[topic] = doc
+    assert set(first) == set(list(QUERIES)[:4])  # the wildcard topic is not searched
     assert first["NTCIR12-MathWiki-1"] == "Pythagorean_theorem:0"
     assert first["NTCIR12-MathWiki-3"] == "Binomial_coefficient:197"
     queries = [
         json.loads(line)
-        for line in (table2 / "results/runs/ntcir12/all/approach0-pya0.queries.jsonl").open()
+        for line in (table2 / "results/runs/ntcir12/concrete/approach0-pya0.queries.jsonl").open()
     ]
     assert [q["keywords"] for q in queries][0] == [
         {"type": "tex", "str": "x^{2}+y^{2}=z^{2}", "boost": 1.0}

@@ -218,3 +218,22 @@ def test_unreadable_checkpoint_is_one_line_naming_the_file(tiny_bert, tmp_path):
     with pytest.raises(HybridIRError, match=r"state\.pt: cannot read this checkpoint \(") as error:
         pretrain(str(tiny_bert), DOCS, MATH, tmp_path / "out", work, _settings())
     assert str(truncated) in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_roberta_backbone_is_pretrained_with_mlm_only(tmp_path):
+    from test_mlm_rerank import make_tiny_roberta
+    from transformers import AutoModel
+
+    roberta = make_tiny_roberta(tmp_path / "roberta")
+    with pytest.raises(ConfigError, match="nsp: .* RobertaForMaskedLM, which has no next-sentence"):
+        pretrain(str(roberta), DOCS, MATH, tmp_path / "bad", tmp_path / "work0", _settings())
+    settings = _settings(nsp=False, steps=4)
+    facts = pretrain(str(roberta), DOCS, MATH, tmp_path / "out", tmp_path / "work", settings)
+    assert facts["math_tokens_added"] == 4 and facts["newly_initialised"] == []
+    held = [row for row in facts["history"] if row["split"] == "heldout"]
+    assert [row["step"] for row in held] == [0, 4] and all(row["nsp"] == 0 for row in held)
+    before, after = (AutoModel.from_pretrained(p) for p in (roberta, tmp_path / "out"))
+    assert type(after).__name__ == "RobertaModel"
+    assert after.get_input_embeddings().weight.shape[0] == len(load_tokenizer(roberta)) + 4
+    moved = after.encoder.layer[0].attention.self.query.weight
+    assert not torch.equal(moved, before.encoder.layer[0].attention.self.query.weight)

@@ -236,24 +236,39 @@ def base_run(files, tmp_path) -> Path:
     return path
 
 
-def test_askme_reranks_the_base_run(files, base_run):
-    run, facts = retrieve("askme", _request(files, base=base_run))
+@pytest.fixture(scope="module")
+def lucene_index(files, tmp_path_factory) -> Path:
+    """The corpus's BM25 index, whose stored documents askme reads."""
+    from hybrid_ir.lucene.index import build_bm25_index
+
+    index = tmp_path_factory.mktemp("askme") / "bm25-flat"
+    build_bm25_index(files["corpus"], index, "flat")
+    return index
+
+
+@pytest.mark.lucene
+def test_askme_reranks_the_base_run(files, base_run, lucene_index):
+    run, facts = retrieve("askme", _request(files, base=base_run, index=lucene_index))
     # d2 holds "magma" and "lava"; d1 and d3 hold no query term and keep their BM25 order.
     assert list(run) == ["q1"]
     assert list(run["q1"]) == ["d2", "d1", "d3"]
     assert run["q1"] == {"d2": 3.0, "d1": 2.0, "d3": 1.0}
-    assert facts == {"depth": 100}
+    assert facts == {"depth": 100, "documents_read": 3}
 
 
-def test_askme_depth_limits_the_reranked_head(files, base_run):
-    run, facts = retrieve("askme", _request(files, base=base_run, params={"depth": 1}))
+@pytest.mark.lucene
+def test_askme_depth_limits_the_reranked_head(files, base_run, lucene_index):
+    request = _request(files, base=base_run, index=lucene_index, params={"depth": 1})
+    run, facts = retrieve("askme", request)
     assert list(run["q1"]) == ["d1", "d2", "d3"]
-    assert facts == {"depth": 1}
+    assert facts == {"depth": 1, "documents_read": 1}
 
 
-def test_askme_without_base_is_a_config_error(files):
+def test_askme_without_base_or_index_is_a_config_error(files, base_run):
     with pytest.raises(ConfigError, match="base run"):
         retrieve("askme", _request(files))
+    with pytest.raises(ConfigError, match="Lucene index"):
+        retrieve("askme", _request(files, base=base_run))
 
 
 # --- dense --------------------------------------------------------------------------------------

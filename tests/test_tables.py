@@ -176,7 +176,7 @@ def table(tmp_path: Path):
     sources[LABELS["cv"]] = str(report)
     config = yaml.safe_load(CONFIG_YAML)
     spec = table_spec("toy_table", config, sources)
-    per_query, aggregate = score_rows(spec, qrels, config["measures"])
+    per_query, aggregate = score_rows(spec, {"qrels": str(qrels)})
     cells = table_cells(spec, per_query, aggregate)
     return spec, per_query, aggregate, cells
 
@@ -202,7 +202,7 @@ def test_spec_from_config(table):
     assert spec.notes == ("A toy note.",)
     assert [name for name, _ in spec.blocks] == ["Base_lines", "Other systems"]
     assert [row.label for row in spec.rows] == list(LABELS.values())
-    assert [row.kind for row in spec.rows] == ["run", "run", "run", "crossval"]
+    assert [row.sources[""][0] for row in spec.rows] == ["run", "run", "run", "crossval"]
     assert spec.rows[1].published == {"P@1": 0.8002, "RR": 0.95, "Rel_Ret": 6.0}
     assert all(isinstance(value, float) for value in spec.rows[1].published.values())
     assert spec.rows[2].unavailable == ("Rel_Ret",)
@@ -543,7 +543,7 @@ def test_verdict_notes_of_the_toy_table(table):
     spec, _, _, cells = table
     verdict = {"row": "Other_run", "against": ["Ref_BM25", "Better 50% & more"], "column": "RR"}
     config = {**yaml.safe_load(CONFIG_YAML), "verdicts": [verdict]}
-    spec = table_spec("toy_table", config, {row.label: row.source for row in spec.rows})
+    spec = table_spec("toy_table", config, {row.label: row.sources[""][1] for row in spec.rows})
     assert verdict_notes(spec, cells) == [
         "Other_run (RR 0.800) beats only Ref_BM25 among the compared rows "
         "(Ref_BM25 0.417, Better 50% & more 0.900)."
@@ -555,7 +555,7 @@ def test_verdict_notes_of_the_toy_table(table):
 
 def _gains_spec(spec, gains: list[dict]):
     config = {**yaml.safe_load(CONFIG_YAML), "largest_gains": gains}
-    return table_spec("toy_table", config, {row.label: row.source for row in spec.rows})
+    return table_spec("toy_table", config, {row.label: row.sources[""][1] for row in spec.rows})
 
 
 def test_largest_gain_notes_of_the_toy_table(table):
@@ -714,7 +714,7 @@ def topic_table(tmp_path: Path):
         for row in block["rows"]
     }
     spec = table_spec("sample_topics", config, sources)
-    per_query, aggregate = score_rows(spec, qrels, config["measures"])
+    per_query, aggregate = score_rows(spec, {"qrels": str(qrels)})
     return spec, per_query, aggregate, table_cells(spec, per_query, aggregate)
 
 
@@ -768,3 +768,370 @@ def test_block_topic_in_markdown_and_per_query(topic_table, tmp_path: Path):
     assert topics["Ref (4)"] == topics["Better (4)"] == topics["CV (4)"] == {"4"}
     assert topics["Ref (5)"] == topics["CV (5)"] == {"5"}
     assert topics["Ref (all)"] == set(TOPICS)
+
+
+# column groups, published-only rows, block references, percent / per mille ------------------
+
+# Group B is a second collection: its own qrels and topics, RR and Judged@10 (in percent).
+QRELS_B = "b1 0 e1 1\nb1 0 e2 0\nb2 0 e3 1\nb3 0 e4 1\n"
+RUNS_B = {
+    # RR 1/2 1/2 1, Judged@10 1 1/2 1
+    "bref": [("b1", "e2", 3), ("b1", "e1", 2), ("b2", "x", 2), ("b2", "e3", 1), ("b3", "e4", 1)],
+    # RR 1 1 0, Judged@10 1 1/2 0
+    "bx": [("b1", "e1", 3), ("b2", "e3", 2), ("b2", "y", 1), ("b3", "z", 2), ("b3", "w", 1)],
+}
+GROUPED_YAML = """\
+title: Grouped
+groups:
+  - {name: A, collection: a, topics: t, measures: [RR, P@1], columns: [RR, P@1]}
+  - {name: B, collection: b, topics: t, measures: [RR, Judged@10], columns: [RR, Judged@10],
+     display: {Judged@10: percent}}
+reference: Ref
+blocks:
+  - name: Ours
+    rows:
+      - {label: Ref, runs: {A: ref, B: bref}}
+      - {label: Better, runs: {A: better}}
+      - {label: X, runs: {A: other, B: bx}, published: {B: {Judged@10: 40.0}}}
+  - name: Second
+    reference: Better
+    rows:
+      - {label: Other again, run: other}
+  - name: Paper
+    rows:
+      - {label: Paper row, published_only: paper-row, published_source: "Someone 2021, Table 9",
+         published: {A: {RR: 0.7}, B: {Judged@10: 55.5}}}
+"""
+
+
+@pytest.fixture
+def grouped(tmp_path: Path):
+    from hybrid_ir.tables import source_key
+
+    for name, text in (("a.qrels", QRELS), ("b.qrels", QRELS_B)):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    files = {n: _run_file(tmp_path / f"{n}.trec", lines) for n, lines in {**RUNS, **RUNS_B}.items()}
+    config = yaml.safe_load(GROUPED_YAML)
+    # "Other again" names one run for every group; group B gets the B-side file of that name.
+    inputs = {
+        source_key("qrels", "A"): str(tmp_path / "a.qrels"),
+        source_key("qrels", "B"): str(tmp_path / "b.qrels"),
+        "A: Ref": files["ref"], "B: Ref": files["bref"], "A: Better": files["better"],
+        "A: X": files["other"], "B: X": files["bx"],
+        "A: Other again": files["other"], "B: Other again": files["bx"],
+    }  # fmt: skip
+    spec = table_spec("grouped", config, inputs)
+    per_query, aggregate = score_rows(spec, inputs)
+    return spec, per_query, aggregate, table_cells(spec, per_query, aggregate)
+
+
+def test_groups_are_scored_against_their_own_qrels(grouped):
+    spec, per_query, aggregate, _ = grouped
+    assert spec.columns == ("A: RR", "A: P@1", "B: RR", "B: Judged@10")
+    assert per_query["Ref"]["A: RR"] == pytest.approx(
+        dict(zip(TOPICS, PER_TOPIC["ref"]["RR"], strict=True))
+    )
+    assert per_query["Ref"]["B: RR"] == pytest.approx({"b1": 0.5, "b2": 0.5, "b3": 1.0})
+    assert per_query["X"]["B: Judged@10"] == pytest.approx({"b1": 1.0, "b2": 0.5, "b3": 0.0})
+    assert aggregate["X"]["B: RR"] == pytest.approx(2 / 3)
+    # A row with runs in group A only has nothing in B; a published-only row nothing at all.
+    assert not any(key.startswith("B:") for key in per_query["Better"])
+    assert per_query["Paper row"] == aggregate["Paper row"] == {}
+
+
+def test_groups_are_tested_against_the_reference_run_of_the_same_group(grouped):
+    cells = grouped[3]
+    b_rr = ttest_rel([1, 1, 0], [0.5, 0.5, 1]).pvalue
+    assert cells["X"]["B: RR"].p_value == pytest.approx(float(b_rr), rel=1e-12)
+    a_rr = _expected_p("other", "RR")
+    assert cells["X"]["A: RR"].p_value == pytest.approx(a_rr, rel=1e-12)
+    assert cells["Better"]["B: RR"] == Cell(None)
+    assert cells["Ref"]["B: RR"].p_value is None
+
+
+def test_block_reference_replaces_the_tables(grouped):
+    spec, _, _, cells = grouped
+    # "Other again" (block Second) is tested against Better, not Ref; Better has no B run.
+    against_better = ttest_rel(PER_TOPIC["other"]["RR"], PER_TOPIC["better"]["RR"]).pvalue
+    assert cells["Other again"]["A: RR"].p_value == pytest.approx(float(against_better))
+    assert cells["Other again"]["A: RR"].p_value != pytest.approx(_expected_p("other", "RR"))
+    assert cells["Other again"]["B: RR"].p_value is None
+    assert cells["Other again"]["B: RR"].value == pytest.approx(2 / 3)
+    assert spec.block_references == {"Second": "Better"}
+    legend = render_markdown(spec, cells)
+    assert "the reference row (Ref) (in Second: Better) at p < 0.05" in legend
+
+
+def test_published_only_row_shows_the_papers_values_and_is_never_tested(grouped, tmp_path):
+    spec, per_query, _, cells = grouped
+    row = cells["Paper row"]
+    assert row["A: RR"] == Cell(None, published=0.7)
+    assert row["B: Judged@10"] == Cell(None, published=55.5)
+    assert all(cell.p_value is None and cell.marker == "" for cell in row.values())
+    lines = render_markdown(spec, cells).splitlines()
+    # With paper / Δ sub-columns (row X has a paper value), its values fill the paper cells.
+    assert lines[8] == (
+        "| Paper | Paper row § | – | 0.700 | – | – | – | – | – | – | – | – | 55.5 | – |"
+    )
+    assert (
+        "- §: published-only row: the paper's values, with no run here, so never in a "
+        "significance test."
+    ) in lines
+    assert "- Source of Paper row §: Someone 2021, Table 9." in lines
+    assert r" & Paper row \S{} & " in render_latex(spec, cells)
+    path = tmp_path / "t.csv"
+    write_table_csv(spec, cells, path)
+    records = [r for r in csv.DictReader(path.open(encoding="utf-8")) if r["run"] == "Paper row"]
+    assert {r["marker"] for r in records} == {"published-only"}
+    assert {r["column"]: r["published"] for r in records if r["published"]} == {
+        "A: RR": "0.7",
+        "B: Judged@10 %": "55.5",
+    }
+    assert all(r["value"] == r["difference"] == r["p_value"] == "" for r in records)
+    write_per_query(spec, per_query, tmp_path / "t.tsv")
+    assert "Paper row" not in (tmp_path / "t.tsv").read_text(encoding="utf-8")
+
+
+def test_grouped_markdown_csv_and_per_query_name_the_group(grouped, tmp_path):
+    spec, per_query, _, cells = grouped
+    lines = render_markdown(spec, cells).splitlines()
+    assert lines[2] == (
+        "|  | run | A: RR | paper | Δ | A: P@1 | paper | Δ | B: RR | paper | Δ | "
+        "B: Judged@10 % | paper | Δ |"
+    )
+    # Judged@10 of X: mean(1, 1/2, 0) = 0.5, printed 50.0 against the paper's 40.0 percent.
+    assert lines[6].endswith("| 0.667 | – | – | 50.0 | 40.0 | +10.0 |")
+    assert cells["X"]["B: Judged@10"].difference == pytest.approx(10.0)
+    write_table_csv(spec, cells, tmp_path / "t.csv")
+    columns = {r["column"] for r in csv.DictReader((tmp_path / "t.csv").open(encoding="utf-8"))}
+    assert columns == {"A: RR", "A: P@1", "B: RR", "B: Judged@10 %"}
+    write_per_query(spec, per_query, tmp_path / "t.tsv")
+    rows = [line.split("\t") for line in (tmp_path / "t.tsv").read_text().splitlines()[1:]]
+    # Per-topic values stay fractions; the group in the column keeps B's RR apart from A's.
+    assert ["X", "B: Judged@10", "b2", "0.5"] in rows
+    assert ["X", "B: RR", "b3", "0.0"] in rows and ["X", "A: RR", "5", "1.0"] in rows
+    latex = render_latex(spec, cells).splitlines()
+    assert latex[4] == r" & & \multicolumn{6}{c}{A} & \multicolumn{6}{c}{B} \\"
+    assert latex[5] == r"\cmidrule(lr){3-8} \cmidrule(lr){9-14}"
+    assert r"\multicolumn{3}{c}{Judged@10 \%}" in latex[6]
+
+
+def test_permille_of_ours_and_the_papers_value():
+    config = {
+        "columns": ["Judged@1000", "BPref"],
+        "display": {"Judged@1000": "permille"},
+        "blocks": [
+            {"rows": [{"label": "ours", "run": "r", "published": {"Judged@1000": 21.9}}]},
+            {"rows": [{"label": "theirs", "published_only": "t", "published": {"BPref": 0.5}}]},
+        ],
+    }
+    spec = table_spec("pm", config, {"ours": "r.trec"})
+    aggregate = {"ours": {"Judged@1000": 0.0219, "BPref": 0.25}, "theirs": {}}
+    cells = table_cells(spec, {"ours": {}, "theirs": {}}, aggregate)
+    assert cells["ours"]["Judged@1000"].value == pytest.approx(21.9)
+    assert cells["ours"]["Judged@1000"].difference == pytest.approx(0.0)
+    lines = render_markdown(spec, cells).splitlines()
+    assert lines[2] == "|  | run | Judged@1000 ‰ | paper | Δ | BPref | paper | Δ |"
+    assert lines[4] == "|  | ours | 21.9 | 21.9 | +0.0 | 0.250 | – | – |"
+    assert lines[5] == "|  | theirs § | – | – | – | – | 0.500 | – |"
+    assert "- ‰: the measure in per mille, ours and the paper's alike." in lines
+    assert r"\multicolumn{3}{c}{Judged@1000 \textperthousand{}}" in render_latex(spec, cells)
+
+
+def test_published_only_rows_fill_the_value_cells_when_no_row_of_ours_has_paper_values():
+    config = {
+        "columns": ["RR", "Judged@10"],
+        "display": {"Judged@10": "percent"},
+        "blocks": [
+            {"rows": [{"label": "(1) theirs", "published_only": "t",
+                       "published": {"RR": 0.25, "Judged@10": 45.3}}]},
+            {"rows": [{"label": "ours", "run": "r"}]},
+        ],
+    }  # fmt: skip
+    spec = table_spec("compact", config, {"ours": "r.trec"})
+    cells = table_cells(
+        spec,
+        {"ours": {}, "(1) theirs": {}},
+        {"ours": {"RR": 0.5, "Judged@10": 0.2}, "(1) theirs": {}},
+    )
+    assert not spec.has_published
+    lines = render_markdown(spec, cells).splitlines()
+    assert lines[2] == "|  | run | RR | Judged@10 % |"
+    assert lines[4:6] == ["|  | (1) theirs § | 0.250 | 45.3 |", "|  | ours | 0.500 | 20.0 |"]
+
+
+# bad table configuration: one line naming the key, at DAG build time -------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def _default_config() -> dict:
+    return yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+
+
+def _validated(config: dict, published: dict | None = None, tmp_path: Path | None = None) -> dict:
+    from hybrid_ir.config import fill_published, validate_config
+
+    if published is not None and tmp_path is not None:
+        path = tmp_path / "published.yaml"
+        path.write_text(yaml.safe_dump(published, allow_unicode=True), encoding="utf-8")
+        config["tables"]["paper000-table1"]["published_from"] = str(path)
+    validate_config(config, SCHEMA)
+    fill_published(config, [])
+    return config
+
+
+def _table1_file() -> dict:
+    return yaml.safe_load((REPO / "expected" / "paper000-table1.yaml").read_text(encoding="utf-8"))
+
+
+def test_default_table1_has_the_papers_12_rows_and_our_runs(monkeypatch):
+    monkeypatch.chdir(REPO)
+    config = _validated(_default_config())
+    table = config["tables"]["paper000-table1"]
+    rows = [row for block in table["blocks"] for row in block["rows"]]
+    paper = [row for row in rows if "published_only" in row]
+    assert [row["label"].split(")")[0] for row in paper] == [f"({n}" for n in range(1, 13)]
+    assert all(row["published"] and row["published_source"] for row in paper)
+    assert paper[4]["published"] == {"NTCIR-12": {"Full BPref": 0.614, "Part. BPref": 0.736}}
+    assert paper[0]["published"]["NTCIR-12"]["Judged@1000"] == 21.9
+    assert paper[11]["published"]["ARQMath-2"]["Judged@10"] == 69.5
+    assert [g["qrels"] for g in table["groups"]] == ["all", "arqmath1", "arqmath2"]
+    # Table 3's previous systems are ARQMath-2 rows only.
+    names = [b["name"] for b in config["tables"]["paper000-table3-arqmath2"]["blocks"]]
+    assert names[0] == "Previous systems (paper)"
+    first = config["tables"]["paper000-table3-arqmath1"]["blocks"]
+    assert "Previous systems (paper)" not in [block["name"] for block in first]
+    assert not any("only_for_topics" in block for block in first)
+
+
+def _ours(config: dict) -> dict:
+    return config["tables"]["paper000-table1"]["blocks"][3]["rows"][0]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda c: _ours(c)["runs"].update({"ARQMath-2": "no-such-run"}),
+            r"config: tables\.paper000-table1\.blocks\.DPR, MiniLM as is\.runs\.ARQMath-2: no run "
+            r"'no-such-run' for arqmath/arqmath2",
+        ),
+        (
+            lambda c: _ours(c)["runs"].update({"ARQMath-3": "dpr-minilm"}),
+            r"tables\.paper000-table1\.blocks\.DPR, MiniLM as is\.runs: no group 'ARQMath-3' "
+            r"\(groups: NTCIR-12, ARQMath-1, ARQMath-2\)",
+        ),
+        (
+            # A run for every group reaches NTCIR-12, where this config makes no runs.
+            lambda c: _ours(c).pop("runs") and _ours(c).update({"run": "dpr-minilm"}),
+            r"config: tables\.paper000-table1\.blocks\.DPR, MiniLM as is: no run 'dpr-minilm' "
+            r"for ntcir12/all; known: none",
+        ),
+        (
+            lambda c: c["tables"]["paper000-table1"]["groups"][1].update({"collection": "nope"}),
+            r"config: tables\.paper000-table1\.groups\.ARQMath-1: no collection 'nope'",
+        ),
+        (
+            lambda c: c["tables"]["paper000-table1"]["groups"][2]["display"].update(
+                {"Judged": "percent"}
+            ),
+            r"tables\.paper000-table1\.groups\.ARQMath-2\.display: 'Judged' is not one of its "
+            "columns",
+        ),
+        (
+            lambda c: c["tables"]["paper000-table1"]["groups"][2]["display"].update(
+                {"BPref": "per-cent"}
+            ),
+            r"tables\.paper000-table1\.groups\.2\.display\.BPref: 'per-cent' is not one of",
+        ),
+        (
+            lambda c: c["tables"]["paper000-table1"].update({"reference": "(12) Our ColBERT"}),
+            r"tables\.paper000-table1\.reference: '\(12\) Our ColBERT' is a published-only row",
+        ),
+        (
+            lambda c: c["tables"]["paper000-table1"]["blocks"][0].update({"reference": "nobody"}),
+            r"tables\.paper000-table1\.blocks\.DPR models fine-tuned for 1 epoch \(paper\)\."
+            r"reference: 'nobody' is not a row label",
+        ),
+        (
+            lambda c: c["tables"]["paper000-table1"]["groups"].append(
+                dict(c["tables"]["paper000-table1"]["groups"][1])
+            ),
+            r"tables\.paper000-table1\.groups: group names must be unique",
+        ),
+    ],
+    ids=[
+        "unknown-run",
+        "unknown-group-in-runs",
+        "run-in-a-group-without-runs",
+        "collection-of-a-group-with-runs",
+        "display-of-a-column-not-shown",
+        "display-kind",
+        "published-only-reference",
+        "block-reference",
+        "duplicate-group",
+    ],
+)
+def test_bad_table_configuration_names_the_key(monkeypatch, change, message):
+    monkeypatch.chdir(REPO)
+    config = _default_config()
+    change(config)
+    with pytest.raises(ConfigError, match=message):
+        _validated(config)
+
+
+MATHBERT = r"tables\.paper000-table1\.blocks\.\(5\) MathBERT † \(2021\)"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda p: p["published"]["mathbert"]["NTCIR-12"].update({"P@10": 0.5}),
+            MATHBERT + r"\.published \(.*published\.yaml, key 'mathbert'\): 'P@10' is not a "
+            r"column group 'NTCIR-12' shows \(Full BPref, Part\. BPref, Judged@1000\)",
+        ),
+        (
+            lambda p: p["published"]["mathbert"].update({"NTCIR-13": {"Full BPref": 0.5}}),
+            MATHBERT + r"\.published .*: no group 'NTCIR-13'",
+        ),
+        (
+            lambda p: p["published"].pop("mathbert"),
+            MATHBERT + r"\.published_only: no published values for 'mathbert'",
+        ),
+        (
+            lambda p: p["sources"].pop("mathbert"),
+            MATHBERT + r"\.published_only: no 'sources' entry naming where 'mathbert' comes from",
+        ),
+    ],
+    ids=["column-not-shown", "unknown-group", "no-values", "no-source"],
+)
+def test_bad_published_values_name_the_key(monkeypatch, tmp_path, change, message):
+    monkeypatch.chdir(REPO)
+    published = _table1_file()
+    change(published)
+    with pytest.raises(ConfigError, match=message):
+        _validated(_default_config(), published, tmp_path)
+
+
+def test_a_group_of_published_values_only_needs_no_configured_collection(monkeypatch):
+    monkeypatch.chdir(REPO)
+    config = _default_config()
+    config["tables"]["paper000-table1"]["groups"][0]["collection"] = "not-configured"
+    assert _validated(config)["tables"]["paper000-table1"]["groups"][0]["qrels"] == "all"
+
+
+def test_published_value_for_a_column_a_table_without_groups_does_not_show(monkeypatch, tmp_path):
+    monkeypatch.chdir(REPO)
+    config = _default_config()
+    table = config["tables"]["paper000-table4"]
+    table["blocks"][0]["rows"][0]["published"] = {"Judged@10": 40.0}
+    with pytest.raises(
+        ConfigError,
+        match=r"config: tables\.paper000-table4\.blocks\.Borda Count\.published "
+        r"\(expected/paper000-table4\.yaml, key 'a0-colbert-borda'\): 'Judged@10' is not a column "
+        r"the table shows \(nDCG', MAP', P'@10, BPref\)",
+    ):
+        _validated(config)

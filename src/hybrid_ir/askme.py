@@ -43,6 +43,13 @@ rule: the score AskMe sorts by is the summed heuristic score alone, BM25 only se
 candidates (and AskMe's ranking service indeed starts every document at score 0 and sorts by the
 heuristic sum). BM25 breaks ties here. ``"sum"`` adds the raw BM25 score and ``"linear"``
 interpolates min-max normalized scores, for comparison.
+
+Where candidates come from: :func:`rerank` looks each head document up in ``corpus`` (anything
+with ``dict.get``), topic by topic, and keeps nothing from one topic to the next. The workflow
+passes :class:`hybrid_ir.lucene.stored.StoredDocuments`, the BM25 index's stored documents, so
+memory holds one topic's candidates whatever the corpus size (BioASQ: 14.9M documents). The
+heuristics need no collection statistic (document frequencies, lengths): each reads only the
+query and one section.
 """
 
 from __future__ import annotations
@@ -51,9 +58,11 @@ import functools
 import math
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Protocol
+
+from tqdm import tqdm
 
 from hybrid_ir.errors import ConfigError, HybridIRError
 from hybrid_ir.fusion import minmax
@@ -391,9 +400,16 @@ def sections_of(record: Mapping[str, Any]) -> dict[str, Section]:
     return {name: Section.from_text(str(record.get(name) or "")) for name in SECTIONS}
 
 
+class Documents(Protocol):
+    """Where :func:`rerank` reads its candidates: a dict of records, or an index's stored
+    documents (:class:`hybrid_ir.lucene.stored.StoredDocuments`), looked up one at a time."""
+
+    def get(self, doc: str, /) -> Mapping[str, Any] | None: ...
+
+
 def rerank(
-    bm25: Run,
-    corpus: Mapping[str, Mapping[str, Any]],
+    bm25: Mapping[str, Mapping[str, float]] | Iterable[tuple[str, Mapping[str, float]]],
+    corpus: Documents,
     topics: Mapping[str, str],
     config: AskMeConfig | None = None,
 ) -> Run:
@@ -407,25 +423,28 @@ def rerank(
     can carry the BM25 tie-break through canonical order (which breaks ties by doc id) and the
     head-above-tail rule across all three combine modes, and because run files keep 6 decimals.
 
-    ``topics`` maps a topic id to its query text. A topic or document missing from ``topics`` or
-    ``corpus`` is a :class:`HybridIRError` rather than a silent zero score.
+    ``bm25`` is a run or its ``(topic, documents)`` pairs. Topic by topic, only the head's
+    documents are read from ``corpus`` and analysed, and none is kept for the next topic: memory
+    holds one topic's candidates whatever the corpus size (the heuristics need no collection
+    statistics). ``topics`` maps a topic id to its query text. A topic or document missing from
+    ``topics`` or ``corpus`` is a :class:`HybridIRError` rather than a silent zero score.
     """
     config = config or AskMeConfig()
-    prepared: dict[str, dict[str, Section]] = {}
+    pairs = bm25.items() if isinstance(bm25, Mapping) else bm25
+    total = len(bm25) if isinstance(bm25, Mapping) else None
     result: Run = {}
-    for topic, docs in bm25.items():
+    for topic, docs in tqdm(pairs, total=total, desc="AskMe", unit="topic", mininterval=5):
         if topic not in topics:
             raise HybridIRError(f"askme: topic {topic!r} of the BM25 run has no query text")
         terms = query_terms(topics[topic])
-        order = ranked(docs)
+        order = ranked(dict(docs))
         head = dict(order[: config.depth])
         heuristics = {}
         for doc in head:
-            if doc not in prepared:
-                if doc not in corpus:
-                    raise HybridIRError(f"askme: document {doc!r} (topic {topic!r}) not in corpus")
-                prepared[doc] = sections_of(corpus[doc])
-            heuristics[doc] = config.document_score(terms, prepared[doc])
+            record = corpus.get(doc)
+            if record is None:
+                raise HybridIRError(f"askme: document {doc!r} (topic {topic!r}) not in corpus")
+            heuristics[doc] = config.document_score(terms, sections_of(record))
         combined = config.combined(head, heuristics)
         reordered = sorted(head, key=lambda doc: (combined[doc], head[doc], doc), reverse=True)
         final = reordered + [doc for doc, _ in order[config.depth :]]

@@ -13,13 +13,37 @@ from hybrid_ir.errors import HybridIRError
 from hybrid_ir.formats import MAX_RELEVANCE, atomic_output, relevance_limit
 
 
-def _manifest(args: argparse.Namespace) -> None:
+def _manifest_from_sources(args: argparse.Namespace) -> None:
     from hybrid_ir.fetch import manifest_from_sources, write_manifest
 
     mirror = Path(args.sources).resolve().parent
     entries = manifest_from_sources(args.sources, mirror)
     write_manifest(entries, args.output)
     print(f"{len(entries)} files written to {args.output}")
+
+
+def _manifest_add(args: argparse.Namespace) -> None:
+    from hybrid_ir.fetch import add_to_manifest, entry_for_file, mirror_root
+
+    mirror = mirror_root(args.mirror)
+    if mirror is None:
+        raise HybridIRError("no mirror: pass --mirror or set $HYBRID_IR_MIRROR")
+    entries = [entry_for_file(file, mirror, args.url or "") for file in args.files]
+    changed = add_to_manifest(args.manifest, entries)
+    for entry in entries:
+        state = "written" if entry.path in changed else "unchanged"
+        print(f"{entry.path}\t{entry.size} bytes\tsha256 {entry.sha256}\t{state}")
+
+
+def _config(args: argparse.Namespace) -> None:
+    import yaml
+
+    from hybrid_ir.config import config_layers, merged_config, training_plan, validate_config
+
+    config = merged_config(config_layers([args.base, *args.configfile], {}))
+    schema = Path(args.base).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
+    validate_config(config, schema)
+    print(yaml.safe_dump({"training": training_plan(config)}, sort_keys=False), end="")
 
 
 def _fetch(args: argparse.Namespace) -> None:
@@ -201,10 +225,35 @@ def build_parser() -> argparse.ArgumentParser:
         # the subcommand's own ``--help``.
         return commands.add_parser(name, description=options.get("help"), **options)
 
-    manifest = command("manifest", help="rebuild the raw-file manifest from a mirror's SOURCES.md")
-    manifest.add_argument("sources", help="SOURCES.md at the root of the mirror's data folder")
-    manifest.add_argument("-o", "--output", default="workflow/resources/manifest.tsv")
-    manifest.set_defaults(handler=_manifest)
+    manifest = command("manifest", help="write raw-file manifest rows (path, sha256, size)")
+    manifest_commands = manifest.add_subparsers(dest="manifest_command", required=True)
+    add = manifest_commands.add_parser(
+        "add",
+        help="add (or update) the rows of files put in the mirror, e.g. a full collection",
+        description="add (or update) the rows of files put in the mirror, e.g. a full collection",
+    )
+    add.add_argument("files", nargs="+", help="files inside the mirror folder")
+    add.add_argument("--mirror", default=None, help="mirror folder (default: $HYBRID_IR_MIRROR)")
+    add.add_argument("--manifest", default="workflow/resources/manifest.tsv")
+    add.add_argument("--url", default=None, help="https URL the files can be downloaded from")
+    add.set_defaults(handler=_manifest_add)
+    sources = manifest_commands.add_parser(
+        "from-sources",
+        help="rebuild the whole manifest from a mirror's SOURCES.md",
+        description="rebuild the whole manifest from a mirror's SOURCES.md",
+    )
+    sources.add_argument("sources", help="SOURCES.md at the root of the mirror's data folder")
+    sources.add_argument("-o", "--output", default="workflow/resources/manifest.tsv")
+    sources.set_defaults(handler=_manifest_from_sources)
+
+    config = command(
+        "config",
+        help="print each model's effective training settings for config.yaml and overlays, "
+        "merged as Snakemake merges --configfile",
+    )
+    config.add_argument("--configfile", nargs="*", default=[], help="overlays, lowest first")
+    config.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
+    config.set_defaults(handler=_config)
 
     fetch = command(
         "fetch", help="copy raw files from the mirror (or download them) and verify sha256"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import datetime
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,8 @@ import yaml
 from hybrid_ir.checks import topic_sets
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.neural.encoders import ENCODERS
+from hybrid_ir.neural.models import local_checkpoint
+from hybrid_ir.tables import row_sources, table_groups
 
 
 def _location(error: jsonschema.ValidationError) -> str:
@@ -38,6 +42,149 @@ _VALIDATOR = jsonschema.validators.extend(
 )
 
 
+# Exactly one of these says how long a training section trains. They are alternatives, so a
+# layer that sets one replaces the other of every layer below it: `epochs` in configs/paper.yaml
+# must not end up beside config.yaml's `steps` (Snakemake merges configuration files key by key).
+TRAINING_LENGTHS = ("steps", "epochs")
+
+
+def training_sections(config: Mapping) -> dict[str, Mapping]:
+    """Config key -> each training section of a (possibly partial) configuration layer: the
+    shared pretraining, each encoder's fine-tuning, each backbone's pretraining overrides."""
+    math = config.get("math_models")
+    if not isinstance(math, Mapping):
+        return {}
+    sections = {
+        f"math_models.{key}": math[key]
+        for key in ("pretraining", *ENCODERS)
+        if isinstance(math.get(key), Mapping)
+    }
+    backbones = math.get("backbones")
+    for name, backbone in (backbones if isinstance(backbones, Mapping) else {}).items():
+        if isinstance(backbone, Mapping) and isinstance(backbone.get("pretraining"), Mapping):
+            sections[f"math_models.backbones.{name}.pretraining"] = backbone["pretraining"]
+    return sections
+
+
+def resolve_overrides(config: dict, layers: Sequence[tuple[str, Mapping]]) -> None:
+    """Undo Snakemake's key-by-key merge where a setting is one unit (``layers``: source name ->
+    that layer's own settings, lowest first: config.yaml, each ``--configfile``, ``--config``):
+    each merged training section keeps only the length key of the topmost layer that sets one
+    (a layer setting both is an error naming it and the key), and each collection the sources of
+    the topmost layer that lists them."""
+    chosen: dict[str, str] = {}
+    for source, layer in layers:
+        for where, section in training_sections(layer).items():
+            given = [key for key in TRAINING_LENGTHS if key in section]
+            if len(given) == 2:
+                raise ConfigError(
+                    f"{source}: {where}: sets both steps and epochs; training length is one of "
+                    "them (steps, or epochs over the training examples)"
+                )
+            if given:
+                chosen[where] = given[0]
+    for where, section in training_sections(config).items():
+        if where in chosen:
+            for other in TRAINING_LENGTHS:
+                if other != chosen[where]:
+                    section.pop(other, None)  # type: ignore[attr-defined]
+    _replace_collection_sources(config, layers)
+
+
+def _replace_collection_sources(config: dict, layers: Sequence[tuple[str, Mapping]]) -> None:
+    """A collection's files are one setting: the topmost layer that lists a collection's
+    ``sources`` gives all of them, so that the paper configuration can point a collection at the
+    full Posts.xml without the sample's roles staying beside it."""
+    collections = config.get("collections")
+    if not isinstance(collections, dict):
+        return
+    for _, layer in layers:
+        for name, entry in (layer.get("collections") or {}).items():
+            if isinstance(entry, Mapping) and isinstance(entry.get("sources"), Mapping):
+                if isinstance(collections.get(name), dict):
+                    collections[name]["sources"] = copy.deepcopy(dict(entry["sources"]))
+
+
+def config_layers(files: Sequence[str | Path], overrides: Mapping) -> list[tuple[str, Mapping]]:
+    """The configuration as Snakemake merges it, layer by layer, lowest first: the files (the
+    workflow's config.yaml, then each ``--configfile`` in order), then ``--config`` overrides."""
+    layers: list[tuple[str, Mapping]] = []
+    for path in files:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                layer = yaml.safe_load(handle)
+        except (OSError, yaml.YAMLError) as error:
+            raise ConfigError(f"cannot read configuration file {str(path)!r}: {error}") from None
+        layers.append((str(path), layer if isinstance(layer, Mapping) else {}))
+    layers.append(("--config", dict(overrides)))
+    return layers
+
+
+def merged_config(layers: Sequence[tuple[str, Mapping]]) -> dict:
+    """The layers merged as Snakemake does (key by key, a later layer's value winning), with
+    one-unit settings resolved by :func:`resolve_overrides`."""
+    config: dict = {}
+    for _, layer in layers:
+        _update(config, copy.deepcopy(dict(layer)))
+    resolve_overrides(config, layers)
+    return config
+
+
+def _update(config: dict, layer: Mapping) -> None:
+    """snakemake.utils.update_config: mappings merge key by key, anything else replaces."""
+    for key, value in layer.items():
+        if isinstance(value, Mapping) and isinstance(config.get(key), dict):
+            _update(config[key], value)
+        else:
+            config[key] = dict(value) if isinstance(value, Mapping) else value
+
+
+def training_plan(config: dict) -> dict[str, dict]:
+    """What each model trains with, after defaults and overrides: ``pretraining <backbone>``
+    (the shared settings with the backbone's overrides) and ``<encoder> <backbone>``."""
+    math = config["math_models"]
+    if not math:
+        return {}
+    plan = {}
+    for backbone, entry in math["backbones"].items():
+        if entry["pretrain"]:
+            plan[f"pretraining {backbone}"] = pretraining_settings(math, backbone)
+        for encoder in ENCODERS:
+            if encoder in math:
+                plan[f"{encoder} {backbone}"] = dict(math[encoder])
+    return plan
+
+
+def pretraining_settings(math: dict, backbone: str) -> dict:
+    """The shared pretraining settings (less the corpus) with the backbone's own overrides; a
+    length the backbone gives replaces the shared one."""
+    settings = {key: value for key, value in math["pretraining"].items() if key != "corpus"}
+    override = math["backbones"][backbone]["pretraining"]
+    if any(key in override for key in TRAINING_LENGTHS):
+        for key in TRAINING_LENGTHS:
+            settings.pop(key, None)
+    return settings | override
+
+
+def _check_training_lengths(config: dict, source: str) -> None:
+    math = config["math_models"]
+    if not math:
+        return
+    keys = [key for key in ("pretraining", *ENCODERS) if key in math]
+    sections = {f"math_models.{key}": math[key] for key in keys}
+    for where, section in sections.items():
+        given = [key for key in TRAINING_LENGTHS if key in section]
+        if len(given) != 1:
+            problem = "sets both steps and epochs" if given else "needs steps or epochs"
+            raise ConfigError(f"{source}: {where}: {problem} (exactly one: the training length)")
+    for backbone, entry in math["backbones"].items():
+        if all(key in entry["pretraining"] for key in TRAINING_LENGTHS):
+            raise ConfigError(
+                f"{source}: math_models.backbones.{backbone}.pretraining: sets both steps and "
+                "epochs (exactly one: the training length)"
+            )
+
+
 def validate_config(config: dict, schema_path: str | Path, source: str = "config") -> None:
     """Fill in the schema's defaults, then raise :class:`ConfigError` with one line naming the
     first offending key; every default lives in the schema, so rules and scripts read
@@ -49,6 +196,7 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
         first = errors[0]
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         raise ConfigError(f"{source}: {_location(first)}: {first.message}{more}")
+    _check_training_lengths(config, source)
     config["fusions"] = _fusions_by_topic_set(config["fusions"])
     for by_topics in config["external_runs"].values():
         for runs in by_topics.values():
@@ -68,15 +216,16 @@ EXPANDED_SECTIONS = ("tables", "crossval", "figures")
 def expand_topic_lists(config: dict, source: str = "config") -> None:
     """Turn an entry with ``topics: [a, b]`` into one entry per topic set, in place.
 
-    The entry's name must contain ``{topics}`` (e.g. ``paper000-table1-{topics}``); in the copy
+    The entry's name must contain ``{topics}`` (e.g. ``paper000-table3-{topics}``); in the copy
     for set ``a``, ``{topics}`` in the name and in any text becomes ``a`` and ``{topics_name}``
     the collection's display name of the set (``topic_names``, else the set's own name). A table
-    block with ``per_topic`` becomes one block per topic.
+    block with ``per_topic`` becomes one block per topic; one with ``only_for_topics`` stays
+    only in the tables of those sets (paper 000 prints previous systems for ARQMath-2 only).
     """
     for section in EXPANDED_SECTIONS:
         expanded: dict[str, dict] = {}
         for name, entry in config[section].items():
-            if not isinstance(entry["topics"], list):
+            if not isinstance(entry.get("topics"), list):  # one set, or a collection_stats figure
                 _add_once(expanded, name, entry, f"{source}: {section}")
                 continue
             if "{topics}" not in name:
@@ -94,7 +243,12 @@ def expand_topic_lists(config: dict, source: str = "config") -> None:
                 )
         config[section] = expanded
     for table in config["tables"].values():
-        table["blocks"] = [one for block in table["blocks"] for one in _per_topic_blocks(block)]
+        kept = [
+            {key: value for key, value in block.items() if key != "only_for_topics"}
+            for block in table["blocks"]
+            if table.get("topics") in block.get("only_for_topics", [table.get("topics")])
+        ]
+        table["blocks"] = [one for block in kept for one in _per_topic_blocks(block)]
 
 
 def _per_topic_blocks(block: dict) -> list[dict]:
@@ -139,7 +293,12 @@ def _fusions_by_topic_set(fusions: dict) -> dict:
 
 
 def _sweep_figures_from_sweeps(config: dict, source: str) -> None:
+    """A sweep figure's collection, topic and qrels sets are its sweep's; a collection_stats
+    figure has none of its own, only its datasets', whose qrels set defaults to the topic set."""
     for name, figure in config["figures"].items():
+        if figure["kind"] == "collection_stats":
+            for dataset in figure["datasets"].values():
+                dataset.setdefault("qrels", dataset["topics"])
         if figure["kind"] != "sweep":
             continue
         if figure.get("sweep") not in config["sweeps"]:
@@ -165,9 +324,14 @@ def _derive_defaults(config: dict) -> None:
             entry.setdefault("topics", list(sets))
     for section in ("tables", "crossval", "figures", "sweeps"):
         for entry in config[section].values():
+            if "topics" not in entry:  # a collection_stats figure: its datasets have theirs
+                continue
             entry.setdefault("qrels", entry["topics"])
             if "select_on" in entry:
                 entry["select_on"].setdefault("qrels", entry["select_on"]["topics"])
+    for table in config["tables"].values():
+        for group in table.get("groups", []):
+            group.setdefault("qrels", group["topics"])
     for entry in config["crossval"].values():
         entry.setdefault("seed", config["seed"])
     math = config.get("math_models")
@@ -177,6 +341,9 @@ def _derive_defaults(config: dict) -> None:
             settings.setdefault("seed", config["seed"])
         if "triplets" in math:
             math["triplets"].setdefault("passage_fields", math["doc_fields"])
+        for released in math["released"].values():
+            if released["encoder"] == "colbert":
+                released.setdefault("seed", config["seed"])
         for reranker in math.get("rerankers", {}).values():
             reranker.setdefault("depth", config["run_depth"])
 
@@ -196,6 +363,9 @@ def systems(config: dict, collection: str, topics: str) -> dict[str, str]:
     math = config.get("math_models")
     if math and math["collection"] == collection and topics in math["topics"]:
         origins |= dict.fromkeys(math_model_runs(math), "math_models")
+    elif math and topics in math["also_search"].get(collection, []):
+        runs = math_model_runs(math)
+        origins |= {name: "math_models" for name, run in runs.items() if run["kind"] in ENCODERS}
     for name, entry in config.get("sweeps", {}).items():
         if (entry["collection"], entry["topics"]) == (collection, topics):
             origins[f"{name}-best"] = "sweeps"
@@ -226,17 +396,64 @@ def run_measures(
 
 
 def math_model_runs(math: dict) -> dict[str, dict]:
-    """Runs of the math language models: ``dpr-<backbone>``, ``colbert-<backbone>`` and the
-    configured re-rankers -> {kind, backbone, ...}. A re-ranker's kind is ``rerank`` (paper
-    001's MLM re-ranker) or, for one naming an ``encoder``, ``encoder_rerank``."""
+    """Runs of the math language models: ``dpr-<backbone>``, ``colbert-<backbone>``, the
+    released checkpoints and the configured re-rankers -> {kind, backbone or checkpoint, ...}.
+    A released run's kind is its encoder, as a fine-tuned one's. A re-ranker's kind is
+    ``rerank`` (paper 001's MLM re-ranker) or, for one naming an ``encoder`` or a ``released``
+    run (whose encoder it takes), ``encoder_rerank``."""
     runs = {}
     for backbone in math["backbones"]:
         for kind in ENCODERS:
             if kind in math:
-                runs[f"{kind}-{backbone}"] = {"kind": kind, "backbone": backbone}
+                runs[f"{kind}-{backbone}"] = {"kind": kind, "backbone": backbone, "model": kind}
+        # DPR kept after epoch e of its fine-tuning (paper 000, Table 1 rows 1-4).
+        for epoch in math["dpr"]["snapshots"] if "dpr" in math else []:
+            model = snapshot_model(epoch)
+            runs[f"{model}-{backbone}"] = {"kind": "dpr", "backbone": backbone, "model": model}
+    released = math.get("released", {})
+    for name, entry in released.items():
+        runs[name] = {"kind": entry["encoder"], "checkpoint": entry["checkpoint"]}
     for name, entry in math.get("rerankers", {}).items():
-        runs[name] = {"kind": "encoder_rerank" if "encoder" in entry else "rerank", **entry}
+        if "released" in entry:
+            # A missing entry is reported by the configuration check, which needs these runs.
+            encoder = released.get(entry["released"], {}).get("encoder")
+            runs[name] = {"kind": "encoder_rerank", "encoder": encoder, **entry}
+        else:
+            runs[name] = {"kind": "encoder_rerank" if "encoder" in entry else "rerank", **entry}
     return runs
+
+
+def snapshot_model(epoch: int, encoder: str = "dpr") -> str:
+    """The model name (``results/models/<name>/<backbone>``, run ``<name>-<backbone>``) of an
+    encoder after ``epoch`` epochs of its fine-tuning."""
+    return f"{encoder}-epoch{epoch}"
+
+
+def _check_training_data(math: dict, source: str) -> None:
+    """The triplets' date cut-off is a date; DPR snapshots are epochs before the end of an
+    epoch-based training at a constant rate, so that each is what training that long gives."""
+    before = math["triplets"]["before"] if "triplets" in math else None
+    if before is not None:
+        try:
+            datetime.date.fromisoformat(before)
+        except ValueError:
+            raise ConfigError(
+                f"{source}: math_models.triplets.before: {before!r} is not a date (YYYY-MM-DD)"
+            ) from None
+    if "dpr" not in math or not math["dpr"]["snapshots"]:
+        return
+    dpr, where = math["dpr"], f"{source}: math_models.dpr.snapshots"
+    if "epochs" not in dpr:
+        raise ConfigError(f"{where}: snapshots are epochs, so math_models.dpr needs epochs")
+    if dpr["schedule"] != "constant":
+        raise ConfigError(
+            f"{where}: needs math_models.dpr.schedule: constant (a linearly decaying rate "
+            "depends on the training's length, so epoch 1 of a longer training would not be a "
+            "1-epoch training)"
+        )
+    late = [epoch for epoch in dpr["snapshots"] if epoch >= dpr["epochs"]]
+    if late:
+        raise ConfigError(f"{where}: epoch {late[0]} is not before the last ({dpr['epochs']})")
 
 
 def _check_math_models(config: dict, source: str) -> None:
@@ -255,8 +472,19 @@ def _check_math_models(config: dict, source: str) -> None:
     for topics in math["topics"]:
         if topics not in collections[math["collection"]]["topics"]:
             raise ConfigError(f"{source}: math_models.topics: no topic set {topics!r}")
+    for name, sets in math["also_search"].items():
+        where = f"{source}: math_models.also_search.{name}"
+        if name not in collections or not collections[name]["corpus"]:
+            raise ConfigError(f"{where}: no collection {name!r} with a corpus")
+        if name not in math["pretokenize"] or name == math["collection"]:
+            raise ConfigError(f"{where}: must be pre-tokenized and not math_models.collection")
+        for topics in sets:
+            if topics not in collections[name]["topics"]:
+                raise ConfigError(f"{where}: no topic set {topics!r}")
+    _check_released(math, source)
+    _check_training_data(math, source)
     for name, entry in math.get("rerankers", {}).items():
-        if entry["backbone"] not in math["backbones"]:
+        if "backbone" in entry and entry["backbone"] not in math["backbones"]:
             raise ConfigError(
                 f"{source}: math_models.rerankers.{name}.backbone: no backbone "
                 f"{entry['backbone']!r}"
@@ -274,6 +502,47 @@ def _check_math_models(config: dict, source: str) -> None:
                 topics,
                 entry["base"],
             )
+
+
+def _check_released(math: dict, source: str) -> None:
+    """Released runs: names of their own, local checkpoints that exist; re-rankers that name
+    exactly one model, a released one by its run name."""
+    trained = {f"{kind}-{backbone}" for backbone in math["backbones"] for kind in ENCODERS}
+    for name, entry in math["released"].items():
+        where = f"{source}: math_models.released.{name}"
+        if name in trained or name in math.get("rerankers", {}):
+            raise ConfigError(f"{where}: run name already used by a fine-tuned model or re-ranker")
+        _check_checkpoint(entry["checkpoint"], f"{where}.checkpoint")
+    for name, entry in math.get("rerankers", {}).items():
+        where = f"{source}: math_models.rerankers.{name}"
+        if "encoder" in entry or "released" in entry:
+            if ("released" in entry) == ("encoder" in entry or "backbone" in entry):
+                raise ConfigError(
+                    f"{where}: an encoder re-ranker names either encoder and backbone (a model "
+                    "fine-tuned here) or released (a math_models.released run)"
+                )
+            if "encoder" in entry and "backbone" not in entry:
+                raise ConfigError(f"{where}: an encoder re-ranker needs the backbone it fine-tunes")
+            if "released" in entry and entry["released"] not in math["released"]:
+                raise ConfigError(
+                    f"{where}.released: no math_models.released entry {entry['released']!r}"
+                )
+        elif ("backbone" in entry) == ("checkpoint" in entry):
+            raise ConfigError(
+                f"{where}: an MLM re-ranker names either backbone or checkpoint (a hub id or a "
+                "local directory)"
+            )
+        elif "checkpoint" in entry:
+            _check_checkpoint(entry["checkpoint"], f"{where}.checkpoint")
+
+
+def _check_checkpoint(name: str, where: str) -> None:
+    path = local_checkpoint(name)
+    if path is not None and not path.exists():
+        raise ConfigError(
+            f"{where}: no such local checkpoint {name!r} (a hub id is owner/name; a path starting "
+            "with /, . or ~ or with more than one / is local)"
+        )
 
 
 def _check_run(config: dict, where: str, collection: str, topics: str, name: str) -> None:
@@ -351,30 +620,81 @@ def _check_runs_and_tables(config: dict) -> None:
                 where = f"sweeps.{name}.select_on"
                 _check_run(config, where, entry["collection"], split["topics"], run)
     for name, figure in config.get("figures", {}).items():
+        if figure["kind"] == "collection_stats":
+            for label, dataset in figure["datasets"].items():
+                where = f"figures.{name}.datasets.{label}"
+                _check_collection_sets(config, where, dataset)
+                if not config["collections"][dataset["collection"]]["corpus"]:
+                    collection = dataset["collection"]
+                    raise ConfigError(f"config: {where}: collection {collection!r} has no corpus")
+            continue
         _check_collection_sets(config, f"figures.{name}", figure)
         for run in figure.get("runs", {}).values():
             _check_run(config, f"figures.{name}.runs", figure["collection"], figure["topics"], run)
-        if figure["kind"] == "sweep" and figure.get("sweep") not in config.get("sweeps", {}):
-            raise ConfigError(f"config: figures.{name}.sweep: no sweep {figure.get('sweep')!r}")
+        if "sweep" in figure and figure["sweep"] not in config.get("sweeps", {}):
+            raise ConfigError(f"config: figures.{name}.sweep: no sweep {figure['sweep']!r}")
+        if "sweep" in figure and figure["kind"] != "sweep":
+            sweep = config["sweeps"][figure["sweep"]]
+            if (sweep["collection"], sweep["topics"]) != (figure["collection"], figure["topics"]):
+                raise ConfigError(
+                    f"config: figures.{name}.sweep: sweep {figure['sweep']!r} is on "
+                    f"{sweep['collection']}/{sweep['topics']}, the figure on "
+                    f"{figure['collection']}/{figure['topics']}"
+                )
     for name, table in config.get("tables", {}).items():
-        _check_collection_sets(config, f"tables.{name}", table)
-        labels = []
-        for block in table["blocks"]:
-            for row in block["rows"]:
-                labels.append(row["label"])
-                where = f"tables.{name}.blocks.{row['label']}"
-                if "run" in row:
-                    _check_run(config, where, table["collection"], table["topics"], row["run"])
-                elif row["crossval"] not in config.get("crossval", {}):
-                    raise ConfigError(f"config: {where}: no crossval entry {row['crossval']!r}")
-        for sweep in table.get("sweeps", []):
-            if sweep not in config.get("sweeps", {}):
-                raise ConfigError(f"config: tables.{name}.sweeps: no sweep {sweep!r}")
-        if len(set(labels)) != len(labels):
-            raise ConfigError(f"config: tables.{name}: row labels must be unique")
-        if table.get("reference") and table["reference"] not in labels:
+        _check_table(config, name, table)
+
+
+def _check_table(config: dict, name: str, table: dict) -> None:
+    """Groups, rows' runs per group, displays and reference rows of a table."""
+    where = f"tables.{name}"
+    groups = {group["name"]: group for group in table_groups(table)}
+    if len(groups) != len(table_groups(table)):
+        raise ConfigError(f"config: {where}.groups: group names must be unique")
+    rows = {row["label"]: row for block in table["blocks"] for row in block["rows"]}
+    for group_name, group in groups.items():
+        at = f"{where}.groups.{group_name}" if group_name else where
+        for column in group.get("display", {}):
+            if column not in group["columns"]:
+                raise ConfigError(
+                    f"config: {at}.display: {column!r} is not one of its columns {group['columns']}"
+                )
+        # A group of published values only may name a collection this configuration lacks.
+        if any(group_name in row_sources(row, list(groups)) for row in rows.values()):
+            _check_collection_sets(config, at, group)
+    for label, row in rows.items():
+        at = f"{where}.blocks.{label}"
+        for group_name in row.get("runs", {}):
+            if group_name not in groups:
+                raise ConfigError(
+                    f"config: {at}.runs: no group {group_name!r} (groups: "
+                    f"{', '.join(name for name in groups if name) or 'none'})"
+                )
+        for group_name, (kind, source) in row_sources(row, list(groups)).items():
+            group = groups[group_name]
+            if kind == "run":
+                run_at = f"{at}.runs.{group_name}" if "runs" in row else at
+                _check_run(config, run_at, group["collection"], group["topics"], source)
+            elif source not in config.get("crossval", {}):
+                raise ConfigError(f"config: {at}: no crossval entry {source!r}")
+    for sweep in table.get("sweeps", []):
+        if sweep not in config.get("sweeps", {}):
+            raise ConfigError(f"config: {where}.sweeps: no sweep {sweep!r}")
+    if len(rows) != sum(len(block["rows"]) for block in table["blocks"]):
+        raise ConfigError(f"config: {where}: row labels must be unique")
+    references = [(f"{where}.reference", table.get("reference"))]
+    references += [
+        (f"{where}.blocks.{b.get('name', '')}.reference", b.get("reference"))
+        for b in table["blocks"]
+    ]
+    for at, reference in references:
+        if reference is None:
+            continue
+        if reference not in rows:
+            raise ConfigError(f"config: {at}: {reference!r} is not a row label")
+        if "published_only" in rows[reference]:
             raise ConfigError(
-                f"config: tables.{name}.reference: {table['reference']!r} is not a row label"
+                f"config: {at}: {reference!r} is a published-only row, with no run to test against"
             )
 
 
@@ -441,28 +761,68 @@ def _check_references(config: dict, source: str) -> None:
 
 def fill_published(config: dict, expected: list[dict], source: str = "config") -> None:
     """Give each row of a table with ``published_from`` the values that file publishes for the
-    row's run or cross-validation entry (``published``: name -> column -> value), or for the
-    run on the block's topic (``published_by_topic``: topic -> run -> column -> value), so that
-    a paper's numbers are
+    row's key (its ``published_only`` key, run, cross-validation entry, else its label) in
+    ``published`` (key -> column -> value; key -> group -> column -> value in a grouped table),
+    or for the run on the block's topic (``published_by_topic``: topic -> run -> column ->
+    value), and the row's source from ``sources`` (key -> text), so that a paper's numbers are
     written once, where their source is named. The file is an expected-scores file or one
-    holding published numbers only."""
+    holding published numbers only. Then check every row's published values: columns the table
+    (group) shows, and some for each published-only row."""
     documents = {document["path"]: document for document in expected}
     for name, table in config["tables"].items():
-        if "published_from" not in table:
-            continue
-        path = table["published_from"]
-        if path not in documents:
-            documents[path] = _published_file(path, f"{source}: tables.{name}.published_from")
-        document = documents[path]
+        document: dict = {}
+        if "published_from" in table:
+            path = table["published_from"]
+            if path not in documents:
+                documents[path] = _published_file(path, f"{source}: tables.{name}.published_from")
+            document = documents[path]
         for block in table["blocks"]:
             if "topic" in block:
                 published = document.get("published_by_topic", {}).get(block["topic"], {})
             else:
                 published = document.get("published", {})
             for row in block["rows"]:
-                key = row["run"] if "run" in row else row["crossval"]
+                key = next(
+                    (row[k] for k in ("published_only", "run", "crossval") if k in row),
+                    row["label"],
+                )
                 if key in published and "published" not in row:
-                    row["published"] = dict(published[key])
+                    row["published"] = copy.deepcopy(published[key])
+                if key in document.get("sources", {}):
+                    row["published_source"] = document["sources"][key]
+                _check_published(f"{source}: tables.{name}", table, row, key)
+
+
+def _check_published(where: str, table: dict, row: dict, key: str) -> None:
+    at = f"{where}.blocks.{row['label']}"
+    origin = f" ({table['published_from']}, key {key!r})" if "published_from" in table else ""
+    if "published_only" in row:
+        if not row.get("published"):
+            raise ConfigError(f"{at}.published_only: no published values for {key!r}{origin}")
+        if "published_source" not in row:
+            raise ConfigError(
+                f"{at}.published_only: no 'sources' entry naming where {key!r} comes from{origin}"
+            )
+    columns = {group["name"]: group["columns"] for group in table_groups(table)}
+    published = row.get("published", {})
+    by_group = {"": published} if list(columns) == [""] else published
+    for group, values in by_group.items():
+        if group not in columns:
+            raise ConfigError(
+                f"{at}.published{origin}: no group {group!r} (groups: {', '.join(columns)})"
+            )
+        if not isinstance(values, dict):
+            raise ConfigError(
+                f"{at}.published{origin}: {group!r}: a grouped table's published values are "
+                "group -> column -> value"
+            )
+        for column, value in values.items():
+            if column not in columns[group] or not isinstance(value, (int, float)):
+                shown = f"group {group!r}" if group else "the table"
+                raise ConfigError(
+                    f"{at}.published{origin}: {column!r} is not a column {shown} shows "
+                    f"({', '.join(columns[group])})"
+                )
 
 
 def _published_file(path: str, where: str) -> dict:

@@ -55,7 +55,12 @@ two assessors' 0-2 scores; defaults ``full=3``, ``partial=1``): ``Full BPref``, 
 (``P_5, P_10, P_15, P_20`` at each level), ``Judged@1000``; all ``all``. pya0 runs trec_eval
 without ``-c`` on qrels of all 40 topics with runs of the 20 concrete ones, which gives the same
 numbers as ``all`` averaging on the 20 topics' qrels when every topic is answered: pass those
-qrels (pya0's ``qrels.ntcir12-math-browsing-concrete.txt``), or half the average is lost.
+qrels (the ``concrete`` set of :mod:`hybrid_ir.collections.ntcir`, equal to pya0's
+``qrels.ntcir12-math-browsing-concrete.txt``), or half the average is lost. These are paper
+000's columns: pya0's README shows ``eval-ntcir12.sh tsv`` printing ``0.6304 0.5411`` (``-l3``,
+then ``-l1``) for its Approach0 run of the concrete topics, Table 2 row (6)'s Full 0.63 and
+Part. 0.54 (the paper's prose, "0 to 3, fully relevant >= 2", describes the levels loosely).
+Table 1's Judged per mille is ``Judged@1000`` x 1000 on the concrete topics.
 
 ``beir``: ``nDCG@10``, ``R@100``, ``R@1000`` (``ndcg_cut_10``, ``recall_100``, ``recall_1000``,
 graded gains, recall of relevance >= 1), ``all``.

@@ -57,6 +57,8 @@ class ManifestEntry:
         return bool(self.upstream_sha256)
 
     def where_to_get_it(self) -> str:
+        if not self.repository:
+            return self.url or "nowhere upstream: the user's own copy (hybrid-ir manifest add)"
         origin = f"{self.repository}@{self.commit[:12]}:{self.upstream_path}"
         if self.url:
             origin = f"{self.url} ({origin})"
@@ -430,3 +432,36 @@ def write_manifest(entries: list[ManifestEntry], path: str | Path) -> None:
         writer.writerow(names)
         for entry in sorted(entries, key=lambda entry: entry.path):
             writer.writerow([getattr(entry, name) for name in names])
+
+
+def entry_for_file(file: str | Path, mirror: Path, url: str = "") -> ManifestEntry:
+    """A manifest row for a file the user put in the mirror: its path relative to the mirror,
+    sha256 and size (and where it can be downloaded, if given)."""
+    resolved, root = Path(file).resolve(), mirror.resolve()
+    if not resolved.is_file():
+        raise FetchError(f"{file}: no such file")
+    if not resolved.is_relative_to(root):
+        raise FetchError(f"{file}: not inside the mirror {mirror}; copy it there first")
+    relative = resolved.relative_to(root).as_posix()
+    if url and not _is_https(url):
+        raise FetchError(f"{file}: the download URL must be https, got {url!r}")
+    return ManifestEntry(
+        path=relative,
+        sha256=sha256_of(resolved),
+        size=resolved.stat().st_size,
+        repository="",
+        commit="",
+        upstream_path="",
+        url=url,
+        upstream_sha256="",
+    )
+
+
+def add_to_manifest(manifest: str | Path, added: list[ManifestEntry]) -> list[str]:
+    """Write ``added`` into the manifest (a row with the same path is replaced); the paths whose
+    row changed, in order."""
+    entries = load_manifest(manifest)
+    changed = [entry.path for entry in added if entries.get(entry.path) != entry]
+    entries |= {entry.path: entry for entry in added}
+    write_manifest(list(entries.values()), manifest)
+    return changed

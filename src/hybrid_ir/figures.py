@@ -9,7 +9,15 @@
 - :func:`by_label_bars` -- paper 000 Fig. 2: a metric's mean over the topics of each label value
   (ARQMath topic category, dependency, difficulty), one panel per label, one bar per run;
 - :func:`rank_scatter` -- paper 000 Fig. 3: where the top documents of a fused run sit in the
-  runs it fused, for one topic, with the numbers in a TSV beside the figure.
+  runs it fused, for one topic, with the numbers in a TSV beside the figure;
+- :func:`head_to_head_bars` -- paper 001 Fig. 2: two runs compared topic by topic within each
+  value of a topic label (topics each run wins, and each run's mean), with a TSV of the numbers;
+- :func:`recall_at_k_curve` with ``measure="NDCG"`` -- paper 003 Fig. 2 (right): NDCG@k for
+  k = 1 ... 10;
+- :func:`sweep_runs` -- paper 003 Fig. 4: the fused run at each value of a sweep, so PR and
+  NDCG@k curves can be drawn per lambda;
+- :func:`table_figure` -- paper 004 Fig. 3: a table drawn as a figure (collection statistics,
+  :mod:`hybrid_ir.collection_stats`).
 
 Figures are drawn on a bare :class:`~matplotlib.figure.Figure` rendered by Agg, never through
 pyplot, so no global backend or figure registry is touched and figures can be made from worker
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +44,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import atomic_output, read_table
+from hybrid_ir.formats import atomic_output, read_table, write_table
 from hybrid_ir.runs import Run, ranked, topic_sort_key
 
 if TYPE_CHECKING:
@@ -55,22 +64,31 @@ _STYLE: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "axes.grid": True,
     "grid.alpha": 0.4,
+    # Okabe-Ito: distinguishable with every common colour-vision deficiency; markers repeat
+    # the distinction for print in grey.
     "axes.prop_cycle": cycler(
-        color=["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#7f7f7f"],
+        color=["#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000"],
         marker=["o", "s", "^", "D", "v", "P", "X"],
     ),
 }
 _COLORS = _STYLE["axes.prop_cycle"].by_key()["color"]
 _PNG_METADATA = {"Software": None}
 _SVG_METADATA = {"Date": None, "Creator": None}
+LEGEND_INSIDE_MAX = 6
+"""A legend of more entries is drawn beside the axes (the figure widens to hold it)."""
+SWEEP_COLORMAP = "viridis"
+"""Curves of a swept parameter are coloured along this perceptually uniform, colour-blind-safe
+map (dashed), so their order reads from the colour and they stand apart from the runs."""
 
 
 def pr_curves(
     curves: Mapping[str, Sequence[float]],
     out_stem: str | Path,
     title: str = "Interpolated precision-recall",
+    styles: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[Path, Path]:
-    """One 11-point interpolated precision-recall curve per label (recall 0.0, 0.1, ..., 1.0)."""
+    """One 11-point interpolated precision-recall curve per label (recall 0.0, 0.1, ..., 1.0);
+    ``styles`` gives some labels their own line properties (:func:`sweep_styles`)."""
     for label, precisions in curves.items():
         if len(precisions) != len(RECALL_POINTS):
             raise ValueError(
@@ -80,7 +98,7 @@ def pr_curves(
     with matplotlib.rc_context(_STYLE):
         figure, axes = _figure(title, "Recall", "Interpolated precision")
         for label, precisions in curves.items():
-            axes.plot(RECALL_POINTS, precisions, label=label)
+            axes.plot(RECALL_POINTS, precisions, label=label, **(styles or {}).get(label, {}))
         axes.set_xlim(-0.02, 1.02)
         axes.set_ylim(-0.02, 1.02)
         axes.set_xticks(RECALL_POINTS)
@@ -141,19 +159,24 @@ def recall_at_k_curve(
     out_stem: str | Path,
     title: str = "Recall@k",
     log_x: bool = False,
+    measure: str = "Recall",
+    styles: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[Path, Path]:
-    """Recall@k against k per label (paper 002 Fig. 1), k sorted ascending.
+    """``measure``@k against k per label (paper 002 Fig. 1: Recall; paper 003 Fig. 2: NDCG), k
+    sorted ascending, on the 0-1 scale every figure of the measure shares.
 
     The x axis is linear by default; ``log_x`` suits cut-offs spanning decades (1 to 1000),
     where a linear axis crowds the small k that matter most.
     """
     with matplotlib.rc_context(_STYLE):
-        figure, axes = _figure(title, "k (documents retrieved)", "Recall@k")
+        figure, axes = _figure(title, "k (documents retrieved)", f"{measure}@k")
         for label, points in curves.items():
             ks = sorted(points)
-            axes.plot(ks, [points[k] for k in ks], label=label)
+            axes.plot(ks, [points[k] for k in ks], label=label, **(styles or {}).get(label, {}))
         if log_x:
             axes.set_xscale("log")
+        elif len({k for points in curves.values() for k in points}) <= 20:
+            axes.xaxis.get_major_locator().set_params(integer=True)
         axes.set_ylim(-0.02, 1.02)
         return _save(figure, axes, out_stem)
 
@@ -448,6 +471,234 @@ def rank_scatter(
     return png, svg, tsv
 
 
+# --- paper 001 Fig. 2: two runs topic by topic, by topic label --------------------------------
+
+
+@dataclass(frozen=True)
+class HeadToHead:
+    """One label value of :func:`head_to_head`: the topics compared (labelled with the value
+    and scored by both runs), how many each run scores strictly higher, the ties, and each
+    run's mean over those topics."""
+
+    value: str
+    topics: int
+    higher: tuple[int, int]
+    ties: int
+    means: tuple[float, float]
+
+
+def head_to_head(
+    scores: Mapping[str, Mapping[str, float]],
+    topic_labels: Mapping[str, Mapping[str, str]],
+    column: str,
+    order: Sequence[str] = (),
+) -> list[HeadToHead]:
+    """Two runs' per-topic scores compared within each value of label ``column``.
+
+    Only topics both runs score are compared (a measure averaged over judged topics leaves a
+    run's unanswered topics out, and so does the comparison), and only labelled ones: each
+    topic left out is counted in a log line. Values come in ``order``, the rest alphabetically.
+    """
+    if len(scores) != 2:
+        raise ConfigError(f"a head-to-head comparison takes exactly 2 runs, got {len(scores)}")
+    (first, a), (second, b) = scores.items()
+    shared = sorted(set(a) & set(b), key=topic_sort_key)
+    for run, own in ((first, a), (second, b)):
+        alone = sorted(set(own) - set(shared), key=topic_sort_key)
+        if alone:
+            LOGGER.info("%d topics scored by %s only are left out: %s", len(alone), run,
+                        ", ".join(alone))  # fmt: skip
+    unlabelled = [topic for topic in shared if topic not in topic_labels]
+    if unlabelled:
+        LOGGER.info("%d topics have no label row and are left out: %s", len(unlabelled),
+                    ", ".join(unlabelled))  # fmt: skip
+    labelled = [topic for topic in shared if topic in topic_labels]
+    if not labelled:
+        raise ConfigError("no topic scored by both runs has a row in the label table")
+    missing = [topic for topic in labelled if column not in topic_labels[topic]]
+    if missing:
+        raise ConfigError(f"the label table has no {column!r} column (topic {missing[0]})")
+    seen = {topic_labels[topic][column] for topic in labelled}
+    first_values = [value for value in order if value in seen]
+    rows = []
+    for value in first_values + sorted(seen - set(first_values)):
+        topics = [topic for topic in labelled if topic_labels[topic][column] == value]
+        higher = (
+            sum(a[topic] > b[topic] for topic in topics),
+            sum(b[topic] > a[topic] for topic in topics),
+        )
+        means = (
+            sum(a[topic] for topic in topics) / len(topics),
+            sum(b[topic] for topic in topics) / len(topics),
+        )
+        rows.append(HeadToHead(value, len(topics), higher, len(topics) - sum(higher), means))
+    return rows
+
+
+def write_head_to_head(
+    rows: Sequence[HeadToHead], runs: Sequence[str], column: str, metric: str, path: str | Path
+) -> Path:
+    """The numbers behind :func:`head_to_head_bars`, one line per label value."""
+    first, second = runs
+    write_table(
+        path,
+        [
+            {
+                column: row.value,
+                "topics": row.topics,
+                f"{first} higher": row.higher[0],
+                f"{second} higher": row.higher[1],
+                "ties": row.ties,
+                f"{first} mean {metric}": f"{row.means[0]:.4f}",
+                f"{second} mean {metric}": f"{row.means[1]:.4f}",
+            }
+            for row in rows
+        ],
+    )
+    return Path(path)
+
+
+def head_to_head_bars(
+    rows: Sequence[HeadToHead],
+    runs: Sequence[str],
+    column: str,
+    metric: str,
+    out_stem: str | Path,
+    title: str,
+) -> tuple[Path, Path, Path]:
+    """Paper 001 Fig. 2: (a) topics where each run scores higher, ties in grey, and (b) each
+    run's mean ``metric``, per value of label ``column``. Writes PNG, SVG and the TSV of
+    :func:`write_head_to_head` (same stem)."""
+    values = [f"{row.value} (n={row.topics})" for row in rows]
+    positions = range(len(rows))
+    with matplotlib.rc_context(_STYLE):
+        figure = Figure(figsize=(2 * FIGSIZE[0], FIGSIZE[1]), dpi=DPI, layout="constrained")
+        FigureCanvasAgg(figure)
+        wins, means = figure.subplots(1, 2)
+        width = 0.8 / 3
+        for index, run in enumerate(runs):
+            color = _COLORS[index % len(_COLORS)]
+            offset = (index - 1) * width
+            bars = wins.bar([x + offset for x in positions], [row.higher[index] for row in rows],
+                            width, color=color, label=run)  # fmt: skip
+            wins.bar_label(bars)
+            bars = means.bar([x + (index - 0.5) * width for x in positions],
+                             [row.means[index] for row in rows], width, color=color)  # fmt: skip
+            means.bar_label(bars, fmt="%.3f")
+        bars = wins.bar([x + width for x in positions], [row.ties for row in rows], width,
+                        color="#bbbbbb", label="tie")  # fmt: skip
+        wins.bar_label(bars)
+        wins.set_title(f"(a) topics where the run has the higher {metric}")
+        wins.set_ylabel("topics")
+        means.set_title(f"(b) mean {metric} over the topics")
+        means.set_ylabel(metric)
+        for axes in (wins, means):
+            axes.set_xticks(positions, values)
+            axes.set_xlabel(column)
+            axes.grid(axis="x", visible=False)
+            axes.margins(y=0.1)  # room for the bar labels
+        figure.suptitle(title)
+        png, svg = _save(figure, wins, out_stem)
+    stem = Path(out_stem)
+    tsv = write_head_to_head(rows, runs, column, metric, stem.with_name(stem.name + ".tsv"))
+    return png, svg, tsv
+
+
+# --- paper 003 Figs. 2 and 4: NDCG@k, and curves per value of a swept parameter -----------------
+
+
+def metric_at_k(qrels: Qrels, run: Run, measure: str, max_k: int) -> dict[int, float]:
+    """``measure``@k (an ir_measures name taking a cutoff, e.g. nDCG) for k = 1 ... ``max_k``,
+    averaged over every qrels topic (trec_eval ``-c``)."""
+    from hybrid_ir.evaluate import evaluate
+
+    names = {k: f"{measure}@{k}" for k in range(1, max_k + 1)}
+    aggregate = evaluate(qrels, run, list(names.values())).aggregate
+    return {k: aggregate[name] for k, name in names.items()}
+
+
+def write_curves(curves: Mapping[str, Mapping[Any, float]], x_name: str, path: str | Path) -> Path:
+    """The numbers behind a figure of curves: one line per x value, one column per curve."""
+    xs = sorted({x for points in curves.values() for x in points})
+    write_table(
+        path,
+        [
+            {x_name: x, **{label: f"{points[x]:.4f}" for label, points in curves.items()}}
+            for x in xs
+        ],
+    )
+    return Path(path)
+
+
+def sweep_runs(
+    sweep: Mapping[str, Any], runs: Sequence[Run], values: Sequence[float], label: str
+) -> dict[str, Run]:
+    """The fused run at each of ``values`` of a configured sweep (``method``, ``parameter``,
+    ``params`` as in ``sweeps.<name>``) over its input ``runs``, by curve label: ``label`` with
+    ``{parameter}`` and ``{value}`` filled in (e.g. ``lambda = {value}``)."""
+    from hybrid_ir.fusion import fuse
+
+    unknown = [value for value in values if value not in sweep["values"]]
+    if unknown:
+        raise ConfigError(f"sweep values {unknown} are not among the sweep's {sweep['values']}")
+    parameter, params = sweep["parameter"], sweep["params"]
+    return {
+        label.format(parameter=parameter, value=value): fuse(
+            sweep["method"], runs, **{**params, parameter: value}
+        )
+        for value in values
+    }
+
+
+def sweep_styles(labels: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Line properties of the curves of a sweep, in value order: dashed, no markers, coloured
+    along :data:`SWEEP_COLORMAP` (so they never share a colour with a run's curve)."""
+    colormap = matplotlib.colormaps[SWEEP_COLORMAP]
+    steps = max(len(labels) - 1, 1)
+    return {
+        label: {"color": colormap(0.9 * index / steps), "linestyle": "--", "marker": "none"}
+        for index, label in enumerate(labels)
+    }
+
+
+# --- paper 004 Fig. 3: a table as a figure ------------------------------------------------------
+
+
+def table_figure(
+    header: Sequence[str], rows: Sequence[Sequence[str]], out_stem: str | Path, title: str
+) -> tuple[Path, Path]:
+    """A table drawn as PNG and SVG (paper 004 Fig. 3 is a table printed as a figure): a header
+    row on grey, its names wrapped to two lines at most, one line per row, each column as wide
+    as its longest cell; cells as given (format numbers before)."""
+    wrapped = [textwrap.fill(name, max(12, math.ceil(len(name) / 2))) for name in header]
+    with matplotlib.rc_context(_STYLE):
+        height = 1.0 + 0.35 * (len(rows) + 2)
+        figure = Figure(figsize=(FIGSIZE[0] * 1.5, height), dpi=DPI, layout="constrained")
+        FigureCanvasAgg(figure)
+        axes = figure.add_subplot()
+        axes.axis("off")
+        # Each column as wide as its longest line of text (plus padding), all within the axes.
+        longest = [
+            max(
+                len(line) for cell in (name, *(row[i] for row in rows)) for line in cell.split("\n")
+            )
+            + 4
+            for i, name in enumerate(wrapped)
+        ]
+        table = axes.table(cellText=[list(row) for row in rows], colLabels=wrapped,
+                           colWidths=[n / sum(longest) for n in longest], loc="center",
+                           cellLoc="center")  # fmt: skip
+        table.auto_set_font_size(False)
+        table.set_fontsize(9)
+        for (line, _), cell in table.get_celld().items():
+            cell.set_height(0.2 if line == 0 else 0.12)
+            if line == 0:
+                cell.set_facecolor("#dddddd")
+                cell.set_text_props(weight="bold")
+        axes.set_title(title)
+        return _save(figure, axes, out_stem)
+
+
 def _figure(title: str, xlabel: str, ylabel: str):
     figure = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
     FigureCanvasAgg(figure)
@@ -460,7 +711,10 @@ def _figure(title: str, xlabel: str, ylabel: str):
 
 def _save(figure: Figure, axes, out_stem: str | Path) -> tuple[Path, Path]:
     """Write ``<out_stem>.png`` and ``<out_stem>.svg`` atomically; return both paths."""
-    if axes.get_legend_handles_labels()[1]:
+    labels = axes.get_legend_handles_labels()[1]
+    if len(labels) > LEGEND_INSIDE_MAX:  # a long legend would hide curves: beside the axes
+        axes.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize="small")
+    elif labels:
         axes.legend(loc="best")
     stem = Path(out_stem)
     png, svg = stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".svg")
@@ -481,22 +735,45 @@ def draw(
     topic_labels: Mapping[str, Mapping[str, str]] | None = None,
     fused: Run | None = None,
     fused_name: str = "the fused run",
+    sweep: tuple[Mapping[str, Any], Sequence[Run]] | None = None,
 ) -> tuple[Path, ...]:
-    """A configured figure: ``pr_curves`` and ``recall_curve`` of labelled runs, ``sweep`` (a
-    metric against the swept parameter, with the labelled runs as reference lines),
-    ``by_label`` (a metric by topic label; needs ``topic_labels``, :func:`read_topic_labels`)
-    or ``rank_scatter`` (needs the ``fused`` run, read from ``fused_name``)."""
+    """A configured figure: ``pr_curves`` and ``recall_curve`` of labelled runs, ``ndcg_at_k``
+    (NDCG@k, k = 1 ... ``max_k``), ``sweep`` (a metric against the swept parameter, with the
+    labelled runs as reference lines), ``by_label`` (a metric by topic label; needs
+    ``topic_labels``, :func:`read_topic_labels`), ``head_to_head`` (two runs topic by topic
+    per label value; needs ``topic_labels``) or ``rank_scatter`` (needs the ``fused`` run, read
+    from ``fused_name``). ``pr_curves`` and ``ndcg_at_k`` draw, besides the runs, one curve per
+    ``sweep_values`` of their ``sweep``: its configuration and input runs are ``sweep``."""
     from hybrid_ir.evaluate import RECALL_LEVELS, evaluate
     from hybrid_ir.sparse import recall_curve
 
     title = spec.get("title", Path(out_stem).name)
+    stem = Path(out_stem)
+    tsv = stem.with_name(stem.name + ".tsv")
+    styles: dict[str, dict[str, Any]] = {}
+    if kind in ("pr_curves", "ndcg_at_k") and "sweep" in spec:
+        if sweep is None:
+            raise ConfigError(f"a {kind} figure with a sweep needs the sweep and its input runs")
+        settings, inputs = sweep
+        swept = sweep_runs(
+            settings, inputs, spec.get("sweep_values", settings["values"]), spec["sweep_label"]
+        )
+        styles = sweep_styles(list(swept))
+        runs = {**runs, **swept}
     if kind == "pr_curves":
         columns = [f"IPrec@{level}" for level in RECALL_LEVELS]
         curves: dict[str, list[float]] = {}
         for label, run in runs.items():
             aggregate = evaluate(_needed(qrels, kind), run, columns).aggregate
             curves[label] = [aggregate[column] for column in columns]
-        return pr_curves(curves, out_stem, title)
+        return pr_curves(curves, out_stem, title, styles)
+    if kind == "ndcg_at_k":
+        at_k = {
+            label: metric_at_k(_needed(qrels, kind), run, "nDCG", spec["max_k"])
+            for label, run in runs.items()
+        }
+        figure_paths = recall_at_k_curve(at_k, out_stem, title, measure="NDCG", styles=styles)
+        return (*figure_paths, write_curves(at_k, "k", tsv))
     if kind == "recall_curve":
         ks = range(1, spec.get("max_k", 100) + 1)
         recalls = {
@@ -516,14 +793,19 @@ def draw(
             sweep_report["values"], series, out_stem, spec.get("xlabel", sweep_report["parameter"]),
             metric, title, references=references,
         )  # fmt: skip
-    if kind == "by_label":
+    if kind in ("by_label", "head_to_head"):
         if topic_labels is None:
-            raise ConfigError("a by_label figure needs the label table")
+            raise ConfigError(f"a {kind} figure needs the label table")
         metric = spec["metric"]
         judged = _needed(qrels, kind)
         scores = {
             label: evaluate(judged, run, [metric]).per_query[metric] for label, run in runs.items()
         }
+        if kind == "head_to_head":
+            (column,) = spec["labels"]
+            order = spec["label_order"].get(column, [])
+            compared = head_to_head(scores, topic_labels, column, order)
+            return head_to_head_bars(compared, list(runs), column, metric, out_stem, title)
         panels = label_panels(scores, topic_labels, spec["labels"], judged, spec["label_order"])
         return by_label_bars(panels, out_stem, metric, title)
     if kind == "rank_scatter":
@@ -536,8 +818,8 @@ def draw(
             rows, list(runs), out_stem, title, spec["min_relevance"], spec["max_rank"]
         )
     raise ConfigError(
-        f"unknown figure kind {kind!r}; choose pr_curves, recall_curve, sweep, by_label or "
-        "rank_scatter"
+        f"unknown figure kind {kind!r}; choose pr_curves, ndcg_at_k, recall_curve, sweep, "
+        "by_label, head_to_head or rank_scatter"
     )
 
 

@@ -30,6 +30,7 @@ class Request:
     analyzer: Mapping[str, Any] | None = None
     depth: int = 1000
     base: Path | None = None
+    index: Path | None = None
     tune: Mapping[str, Any] | None = None
     tune_topics: Path | None = None
     tune_qrels: Path | None = None
@@ -39,7 +40,7 @@ class Request:
 def request_from(entry: Mapping[str, Any], files: Mapping[str, Any], threads: int) -> Request:
     """The request of a configured retriever (``retrievers.<collection>.<run>``, defaults
     filled) and the job's named input files (``corpus``, ``topics``, optionally ``base``,
-    ``tune_topics``, ``tune_qrels``); torch-based models use ``threads``."""
+    ``index``, ``tune_topics``, ``tune_qrels``); torch-based models use ``threads``."""
     return Request(
         corpus=files["corpus"],
         topics=files["topics"],
@@ -49,6 +50,7 @@ def request_from(entry: Mapping[str, Any], files: Mapping[str, Any], threads: in
         analyzer=entry.get("analyzer"),
         depth=entry["depth"],
         base=files.get("base"),
+        index=files.get("index"),
         tune=entry.get("tune"),
         tune_topics=files.get("tune_topics"),
         tune_qrels=files.get("tune_qrels"),
@@ -119,7 +121,9 @@ def sparse_bm25(request: Request) -> tuple[Run, dict]:
 
 
 def dense(request: Request) -> tuple[Run, dict]:
-    """Sentence-encoder retrieval by cosine similarity (paper 003's dense side)."""
+    """Sentence-encoder retrieval by cosine similarity (paper 003's dense side); with
+    ``query_adapter`` / ``document_adapter`` params, each side is encoded with its adapter
+    (paper 003's Fig. 5: SPECTER2's ad-hoc query and proximity adapters)."""
     from hybrid_ir.neural.dense import SentenceEncoder, dense_search, document_text, topic_texts
 
     encoder = SentenceEncoder(**{"threads": request.threads, **request.params})
@@ -129,19 +133,29 @@ def dense(request: Request) -> tuple[Run, dict]:
     run = dense_search(
         [record["id"] for record in records], embeddings, queries, request.depth, encoder=encoder
     )
-    return run, {"model": encoder.model_name, "documents": len(records)}
+    adapters = {
+        key: request.params[key]
+        for key in ("query_adapter", "document_adapter")
+        if key in request.params
+    }
+    return run, {"model": encoder.model_name, "documents": len(records), **adapters}
 
 
 def askme(request: Request) -> tuple[Run, dict]:
-    """Paper 004: the base (BM25) run's top documents re-ranked by AskMe's heuristics."""
+    """Paper 004: the base (BM25) run's top documents re-ranked by AskMe's heuristics, each
+    read from the Lucene index's stored documents (never the whole corpus: BioASQ has 14.9M)."""
     from hybrid_ir.askme import AskMeConfig, rerank
+    from hybrid_ir.lucene.stored import StoredDocuments
 
     if request.base is None:
         raise ConfigError("askme needs a base run (the BM25 run it re-ranks)")
-    corpus = {record["id"]: record for record in read_records(request.corpus)}
+    if request.index is None:
+        raise ConfigError("askme needs a Lucene index (the stored documents it scores)")
     topics = _texts(request.topics, request.query_fields)
     config = AskMeConfig.from_dict(request.params)
-    return rerank(read_run(request.base), corpus, topics, config), {"depth": config.depth}
+    documents = StoredDocuments(request.index)
+    run = rerank(read_run(request.base), documents, topics, config)
+    return run, {"depth": config.depth, "documents_read": documents.lookups}
 
 
 RETRIEVERS: dict[str, Callable[[Request], tuple[Run, dict]]] = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from hybrid_ir import paths
@@ -151,28 +151,81 @@ def write_markdown(rows: list[ScoreRow], path: str | Path, title: str, notes: li
 
 # --- paper-style tables from a table specification --------------------------------------------
 
+# How a column may be displayed: the factor its values are multiplied by, the unit its header
+# gets, and the digits it is printed with (paper 000 prints Judged as 45.3 % and 21.9 ‰).
+DISPLAYS = {"percent": (100, "%", 1), "permille": (1000, "‰", 1)}
+# Marks a published-only row's label; its values are the paper's and it is never t-tested.
+PUBLISHED_ONLY_MARK = "§"
+
+
+def column_key(group: str, column: str) -> str:
+    """A column's name in the table's cells, CSV and per-topic TSV: ``column`` itself in a
+    table without groups, ``"<group>: <column>"`` in a grouped one (columns repeat across
+    groups, e.g. BPref)."""
+    return f"{group}: {column}" if group else column
+
+
+def source_key(label: str, group: str) -> str:
+    """The rule's input name of a row's run (or cross-validation report) in a group; ``qrels``
+    as the label names the group's qrels."""
+    return f"{group}: {label}" if group else label
+
+
+def table_groups(table: Mapping) -> list[dict]:
+    """A table's column groups: its ``groups``, else one unnamed group of the table's own
+    collection, topics, qrels, measures, columns and display."""
+    if "groups" in table:
+        return list(table["groups"])
+    keys = ("collection", "topics", "qrels", "measures", "columns", "display")
+    return [{"name": "", **{key: table[key] for key in keys if key in table}}]
+
+
+def row_sources(row: Mapping, groups: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Group -> (``run`` or ``crossval``, its name) of a configured row: ``run`` / ``crossval``
+    stand for every group, ``runs`` names a run per group, a published-only row has none."""
+    if "runs" in row:
+        return {group: ("run", name) for group, name in row["runs"].items()}
+    for kind in ("run", "crossval"):
+        if kind in row:
+            return dict.fromkeys(groups, (kind, row[kind]))
+    return {}
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """Columns from one collection and topic set; ``name`` is empty in a table without groups."""
+
+    name: str
+    columns: tuple[str, ...]
+    measures: tuple[str, ...] = ()
+    display: Mapping[str, str] = field(default_factory=dict)
+
 
 @dataclass(frozen=True)
 class RowSpec:
-    """One table row: where its scores come from, the paper's published values, and the cells
-    its source lacks. ``kind`` is ``run`` (a run file, evaluated here) or ``crossval`` (a
-    cross-validation report, whose per-topic scores are the cross-validated system's)."""
+    """One table row: where its scores come from in each group (``group -> (kind, path)``,
+    kind ``run``, a run file evaluated here, or ``crossval``, a cross-validation report whose
+    per-topic scores are the cross-validated system's), the paper's published values (by column
+    key), the cells its sources lack, and the row it is t-tested against. A published-only row
+    has no sources and shows the paper's values only."""
 
     label: str
-    source: str
-    kind: str
+    sources: Mapping[str, tuple[str, str]]
     published: dict[str, float]
     unavailable: tuple[str, ...] = ()
     topic: str | None = None
+    reference: str | None = None
+    published_only: bool = False
+    published_source: str | None = None
 
 
 @dataclass(frozen=True)
 class TableSpec:
-    """A table as configured: blocks of rows, metric columns, a reference row, notes."""
+    """A table as configured: blocks of rows, column groups, a reference row, notes."""
 
     name: str
     title: str
-    columns: tuple[str, ...]
+    groups: tuple[GroupSpec, ...]
     blocks: tuple[tuple[str, tuple[RowSpec, ...]], ...]
     reference: str | None
     notes: tuple[str, ...]
@@ -186,8 +239,36 @@ class TableSpec:
         return [row for _, rows in self.blocks for row in rows]
 
     @property
+    def columns(self) -> tuple[str, ...]:
+        """Every column's key, group after group."""
+        return tuple(column_key(g.name, column) for g in self.groups for column in g.columns)
+
+    @property
     def has_published(self) -> bool:
-        return any(row.published for row in self.rows)
+        """Whether rows with scores of ours have the paper's values beside them (the paper and
+        Δ sub-columns); published-only rows show theirs in the value cells otherwise."""
+        return any(row.published for row in self.rows if not row.published_only)
+
+    @property
+    def block_references(self) -> dict[str, str]:
+        """Block name -> its reference row, for blocks whose reference is not the table's."""
+        return {
+            block: rows[0].reference
+            for block, rows in self.blocks
+            if rows[0].reference is not None and rows[0].reference != self.reference
+        }
+
+    def display(self, key: str) -> tuple[int, str, int | None]:
+        """A column's factor, header unit and digits (``None``: the table's)."""
+        for group in self.groups:
+            for column in group.columns:
+                if column_key(group.name, column) == key and column in group.display:
+                    return DISPLAYS[group.display[column]]
+        return 1, "", None
+
+    def header(self, key: str) -> str:
+        unit = self.display(key)[1]
+        return f"{key} {unit}" if unit else key
 
 
 @dataclass(frozen=True)
@@ -204,18 +285,47 @@ class Cell:
         return self.value - self.published
 
 
-def table_spec(name: str, config: dict, sources: dict[str, str]) -> TableSpec:
-    """Build a :class:`TableSpec` from its config entry; ``sources`` maps row label to file."""
+def _keyed(groups: Sequence[str], values: Mapping) -> dict[str, float]:
+    """Published values by column key: ``column -> value`` in a table without groups,
+    ``group -> column -> value`` in a grouped one."""
+    if groups == [""]:
+        return {str(column): float(value) for column, value in values.items()}
+    return {
+        column_key(group, str(column)): float(value)
+        for group, by_column in values.items()
+        for column, value in by_column.items()
+    }
+
+
+def table_spec(name: str, config: dict, sources: Mapping[str, str]) -> TableSpec:
+    """Build a :class:`TableSpec` from its config entry; ``sources`` maps each row's
+    :func:`source_key` in each group it has a source in to the file."""
+    groups = tuple(
+        GroupSpec(
+            name=group["name"],
+            columns=tuple(group["columns"]),
+            measures=tuple(group.get("measures", ())),
+            display=dict(group.get("display", {})),
+        )
+        for group in table_groups(config)
+    )
+    names = [group.name for group in groups]
     blocks = []
     for block in config["blocks"]:
+        reference = block.get("reference", config.get("reference"))
         rows = tuple(
             RowSpec(
                 label=row["label"],
-                source=sources[row["label"]],
-                kind="crossval" if "crossval" in row else "run",
-                published={str(k): float(v) for k, v in row.get("published", {}).items()},
+                sources={
+                    group: (kind, sources[source_key(row["label"], group)])
+                    for group, (kind, _) in row_sources(row, names).items()
+                },
+                published=_keyed(names, row.get("published", {})),
                 unavailable=tuple(row.get("unavailable", [])),
                 topic=block.get("topic"),
+                reference=reference,
+                published_only="published_only" in row,
+                published_source=row.get("published_source"),
             )
             for row in block["rows"]
         )
@@ -223,7 +333,7 @@ def table_spec(name: str, config: dict, sources: dict[str, str]) -> TableSpec:
     return TableSpec(
         name=name,
         title=config.get("title", name),
-        columns=tuple(config["columns"]),
+        groups=groups,
         blocks=tuple(blocks),
         reference=config.get("reference"),
         notes=tuple(config.get("notes", [])),
@@ -235,45 +345,59 @@ def table_spec(name: str, config: dict, sources: dict[str, str]) -> TableSpec:
 
 
 def score_rows(
-    spec: TableSpec, qrels_path: str | Path, measures: list[str]
+    spec: TableSpec, inputs: Mapping[str, str | Path]
 ) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, dict[str, float]]]:
-    """Per-topic and aggregate scores of every row: run files are evaluated against the qrels,
-    cross-validation reports give their cross-validated test scores."""
-    from hybrid_ir.evaluate import evaluate, load_qrels
+    """Per-topic and aggregate scores of every row by column key: run files are evaluated
+    against their group's qrels (``inputs[source_key("qrels", group)]``) with the group's
+    measures, cross-validation reports give their cross-validated test scores. A published-only
+    row has none."""
+    from hybrid_ir.evaluate import Evaluation, Qrels, evaluate, load_qrels
     from hybrid_ir.runs import read_run
 
-    qrels = load_qrels(qrels_path)
-    per_query, aggregate, evaluations = {}, {}, {}
+    qrels: dict[str, Qrels] = {}
+    per_query: dict[str, dict[str, dict[str, float]]] = {}
+    aggregate: dict[str, dict[str, float]] = {}
+    evaluations: dict[tuple[str, str], Evaluation] = {}
     for row in spec.rows:
-        if row.kind == "crossval":
-            with open(row.source, encoding="utf-8") as handle:
-                columns = json.load(handle)["columns"]
-            per_query[row.label] = {name: value["per_topic"] for name, value in columns.items()}
-            aggregate[row.label] = {
-                name: value["mean_test_score"] for name, value in columns.items()
-            }
-        else:
-            if row.source not in evaluations:
-                evaluations[row.source] = evaluate(qrels, read_run(row.source), measures)
-            evaluation = evaluations[row.source]
-            per_query[row.label], aggregate[row.label] = evaluation.per_query, evaluation.aggregate
-        if row.topic is not None:
-            # A block about one topic (paper 003's sample queries) shows that topic's scores.
-            per_query[row.label] = {
-                column: {row.topic: scores[row.topic]}
-                for column, scores in per_query[row.label].items()
-                if row.topic in scores
-            }
-            aggregate[row.label] = {
-                column: scores[row.topic] for column, scores in per_query[row.label].items()
-            }
+        per_query[row.label], aggregate[row.label] = {}, {}
+        for group in spec.groups:
+            if group.name not in row.sources:
+                continue
+            kind, source = row.sources[group.name]
+            if kind == "crossval":
+                with open(source, encoding="utf-8") as handle:
+                    columns = json.load(handle)["columns"]
+                topics = {name: value["per_topic"] for name, value in columns.items()}
+                means = {name: value["mean_test_score"] for name, value in columns.items()}
+            else:
+                if group.name not in qrels:
+                    qrels[group.name] = load_qrels(inputs[source_key("qrels", group.name)])
+                if (group.name, source) not in evaluations:
+                    evaluations[group.name, source] = evaluate(
+                        qrels[group.name], read_run(source), list(group.measures)
+                    )
+                evaluation = evaluations[group.name, source]
+                topics, means = evaluation.per_query, evaluation.aggregate
+            if row.topic is not None:
+                # A block about one topic (paper 003's sample queries) shows that topic's scores.
+                topics = {
+                    column: {row.topic: scores[row.topic]}
+                    for column, scores in topics.items()
+                    if row.topic in scores
+                }
+                means = {column: scores[row.topic] for column, scores in topics.items()}
+            for column, scores in topics.items():
+                per_query[row.label][column_key(group.name, column)] = scores
+            for column, mean in means.items():
+                aggregate[row.label][column_key(group.name, column)] = mean
     return per_query, aggregate
 
 
 def write_per_query(
     spec: TableSpec, per_query: dict[str, dict[str, dict[str, float]]], path: str | Path
 ) -> None:
-    """Every row's per-topic scores of the table's columns (long format), for one's own tests."""
+    """Every row's per-topic scores of the table's columns (long format, as computed: a
+    percent or per-mille column's fractions), for one's own tests."""
     from hybrid_ir.runs import topic_sort_key
 
     with atomic_output(path) as out:
@@ -288,11 +412,11 @@ def write_per_query(
 
 
 def _reference_scores(
-    spec: TableSpec, per_query: dict[str, dict[str, dict[str, float]]], column: str
+    spec: TableSpec, per_query: dict[str, dict[str, dict[str, float]]], row: RowSpec, column: str
 ) -> dict[str, float] | None:
-    """The reference row's per-topic scores of a column, if it has that column at all."""
-    reference = next((row for row in spec.rows if row.label == spec.reference), None)
-    if reference is None or column in reference.unavailable:
+    """The per-topic scores of a column of the row's reference row, if it has that column."""
+    reference = next((other for other in spec.rows if other.label == row.reference), None)
+    if reference is None or reference is row or column in reference.unavailable:
         return None
     return per_query[reference.label].get(column)
 
@@ -300,7 +424,9 @@ def _reference_scores(
 def table_cells(
     spec: TableSpec, per_query: dict[str, dict[str, dict[str, float]]], aggregate: dict
 ) -> dict[str, dict[str, Cell]]:
-    """Cells of every row: our value, the t-test marker against the reference, the paper's value.
+    """Cells of every row: our value, the t-test marker against the row's reference (its
+    block's, else the table's; per group, with the reference's run in that group), the paper's
+    value. A percent or per-mille column's values are in its unit, as the paper's are.
 
     ``per_query[label][column]`` maps topics to scores, ``aggregate[label][column]`` is the
     mean the table prints.
@@ -311,17 +437,17 @@ def table_cells(
     for row in spec.rows:
         cells[row.label] = {}
         for column in spec.columns:
+            published = row.published.get(column)
             if column in row.unavailable or column not in aggregate[row.label]:
-                cells[row.label][column] = Cell(None, published=row.published.get(column))
+                cells[row.label][column] = Cell(None, published=published)
                 continue
             mark, p_value = "", None
-            reference = _reference_scores(spec, per_query, column)
-            if reference is not None and row.label != spec.reference:
+            reference = _reference_scores(spec, per_query, row, column)
+            if reference is not None:
                 test = paired_ttest(per_query[row.label][column], reference)
                 p_value, mark = test.pvalue, test.marker
-            cells[row.label][column] = Cell(
-                aggregate[row.label][column], mark, p_value, row.published.get(column)
-            )
+            value = aggregate[row.label][column] * spec.display(column)[0]
+            cells[row.label][column] = Cell(value, mark, p_value, published)
     return cells
 
 
@@ -338,30 +464,43 @@ def _integral_columns(spec: TableSpec) -> set[str]:
     from hybrid_ir.evaluate import resolve_measures
 
     counts = set()
-    for column in spec.columns:
-        try:
-            (resolved,) = resolve_measures([column])
-        except (ConfigError, ValueError):
-            continue
-        if resolved.total:
-            counts.add(column)
+    for group in spec.groups:
+        for column in group.columns:
+            try:
+                (resolved,) = resolve_measures([column])
+            except (ConfigError, ValueError):
+                continue
+            if resolved.total:
+                counts.add(column_key(group.name, column))
     return counts
 
 
 def _row_texts(
-    spec: TableSpec, cell: Cell, integral: bool, star=lambda marker: marker
+    spec: TableSpec,
+    row: RowSpec,
+    column: str,
+    cell: Cell,
+    integral: bool,
+    star: Callable[[str], str] = lambda marker: marker,
 ) -> list[str]:
-    digits = 0 if integral else spec.digits
+    digits = 0 if integral else spec.display(column)[2] or spec.digits
+    if row.published_only and not spec.has_published:
+        return [_format(cell.published, digits)]
     texts = [_format(cell.value, digits) + star(cell.marker)]
     if spec.has_published:
         texts += [_format(cell.published, digits), _format(cell.difference, digits, True)]
     return texts
 
 
+def _label(row: RowSpec) -> str:
+    return f"{row.label} {PUBLISHED_ONLY_MARK}" if row.published_only else row.label
+
+
 def _headers(spec: TableSpec) -> list[str]:
     headers = ["", "run"]
     for column in spec.columns:
-        headers += [column, "paper", "Δ"] if spec.has_published else [column]
+        header = spec.header(column)
+        headers += [header, "paper", "Δ"] if spec.has_published else [header]
     return headers
 
 
@@ -377,10 +516,12 @@ def render_markdown(
             texts = [
                 text
                 for column in spec.columns
-                for text in _row_texts(spec, cells[row.label][column], column in integral)
+                for text in _row_texts(
+                    spec, row, column, cells[row.label][column], column in integral
+                )
             ]
             lines.append(
-                "| " + " | ".join([block if position == 0 else "", row.label, *texts]) + " |"
+                "| " + " | ".join([block if position == 0 else "", _label(row), *texts]) + " |"
             )
     lines.append("")
     lines += _legend(spec) + [f"- {note}" for note in computed_notes]
@@ -421,7 +562,8 @@ def overlap_notes(spec: TableSpec) -> list[str]:
     topics (e.g. sparse-matrix BM25 against Lucene BM25 at the same k1 and b)."""
     from hybrid_ir.runs import ranked, read_run
 
-    sources = {row.label: row.source for row in spec.rows}
+    # A row's first run: overlaps compare runs of one collection, whatever the group.
+    sources = {row.label: next(iter(row.sources.values()))[1] for row in spec.rows if row.sources}
     notes = []
     for overlap in spec.overlaps:
         first, second, k = (
@@ -504,26 +646,50 @@ def sweep_notes(reports: Mapping[str, Mapping]) -> list[str]:
 
 def _legend(spec: TableSpec) -> list[str]:
     legend = []
-    if spec.reference:
+    blocks = spec.block_references
+    if spec.reference or blocks:
+        against = f"the reference row ({spec.reference})" if spec.reference else "its reference row"
+        if blocks:
+            against += " (in " + "; ".join(f"{b}: {r}" for b, r in blocks.items()) + ")"
         legend.append(
-            f"- `*` / `**`: the row differs from the reference row ({spec.reference}) at "
+            f"- `*` / `**`: the row differs from {against} at "
             "p < 0.05 / p < 0.01, two-tailed paired t-test over the topics both runs share."
         )
     if spec.has_published:
         legend.append("- paper: the value printed in the paper; Δ: ours minus the paper's.")
+    if any(row.published_only for row in spec.rows):
+        legend.append(
+            f"- {PUBLISHED_ONLY_MARK}: published-only row: the paper's values, with no run here, "
+            "so never in a significance test."
+        )
+    units = {spec.display(column)[1] for column in spec.columns} - {""}
+    for unit, word in (("%", "percent"), ("‰", "per mille")):
+        if unit in units:
+            legend.append(f"- {unit}: the measure in {word}, ours and the paper's alike.")
     legend.append("- `–`: not available for this row.")
-    return legend + [f"- {note}" for note in spec.notes]
+    sources = [
+        f"- Source of {_label(row)}: {row.published_source}."
+        for row in spec.rows
+        if row.published_source
+    ]
+    return legend + sources + [f"- {note}" for note in spec.notes]
 
 
 def _latex_star(marker: str) -> str:
     return f"$^{{{marker}}}$" if marker else ""
 
 
-_LATEX_SPECIAL = str.maketrans({"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$"})
+_LATEX_SPECIAL = str.maketrans(
+    {
+        "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
+        "‰": r"\textperthousand{}", "§": r"\S{}", "†": r"\textdagger{}",
+    }
+)  # fmt: skip
 
 
 def render_latex(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
-    """A booktabs table; the paper and Δ sub-columns appear when published values exist."""
+    """A booktabs table; a grouped table's group names span their columns, and the paper and
+    Δ sub-columns appear when published values exist."""
     width = 3 if spec.has_published else 1
     integral = _integral_columns(spec)
     lines = [
@@ -532,9 +698,20 @@ def render_latex(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
         r"\begin{tabular}{ll" + "r" * width * len(spec.columns) + "}",
         r"\toprule",
     ]
-    titles = [
-        rf"\multicolumn{{{width}}}{{c}}{{{c.translate(_LATEX_SPECIAL)}}}" for c in spec.columns
-    ]
+    titles = []
+    if spec.groups[0].name:
+        spans, rules, first = [], [], 3
+        for group in spec.groups:
+            span = width * len(group.columns)
+            spans.append(rf"\multicolumn{{{span}}}{{c}}{{{group.name.translate(_LATEX_SPECIAL)}}}")
+            rules.append(rf"\cmidrule(lr){{{first}-{first + span - 1}}}")
+            first += span
+        lines += [" & & " + " & ".join(spans) + r" \\", " ".join(rules)]
+    for group in spec.groups:
+        for column in group.columns:
+            unit = spec.display(column_key(group.name, column))[1]
+            title = f"{column} {unit}" if unit else column
+            titles.append(rf"\multicolumn{{{width}}}{{c}}{{{title.translate(_LATEX_SPECIAL)}}}")
     lines.append(" & run & " + " & ".join(titles) + r" \\")
     if spec.has_published:
         sub = " & ".join(["ours & paper & $\\Delta$"] * len(spec.columns))
@@ -548,11 +725,11 @@ def render_latex(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
                 text
                 for column in spec.columns
                 for text in _row_texts(
-                    spec, cells[row.label][column], column in integral, _latex_star
+                    spec, row, column, cells[row.label][column], column in integral, _latex_star
                 )
             ]
             name = block.translate(_LATEX_SPECIAL) if position == 0 else ""
-            line = " & ".join([name, row.label.translate(_LATEX_SPECIAL), *texts]) + r" \\"
+            line = " & ".join([name, _label(row).translate(_LATEX_SPECIAL), *texts]) + r" \\"
             lines.append(line.replace("–", "--"))
     lines += [
         r"\bottomrule",
@@ -564,7 +741,8 @@ def render_latex(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
 
 
 def write_table_csv(spec: TableSpec, cells: dict[str, dict[str, Cell]], path: str | Path) -> None:
-    """Long format: one line per row and column, with p-value, published value and difference."""
+    """Long format: one line per row and column (its header: the group and the unit, if any),
+    with p-value, published value and difference; a published-only row's marker says so."""
     with atomic_output(path) as out:
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(
@@ -574,10 +752,11 @@ def write_table_csv(spec: TableSpec, cells: dict[str, dict[str, Cell]], path: st
             for row in rows:
                 for column in spec.columns:
                     cell = cells[row.label][column]
+                    marker = "published-only" if row.published_only else cell.marker
                     writer.writerow(
                         [
-                            block, row.label, column,
-                            "" if cell.value is None else repr(cell.value), cell.marker,
+                            block, row.label, spec.header(column),
+                            "" if cell.value is None else repr(cell.value), marker,
                             "" if cell.p_value is None else repr(cell.p_value),
                             "" if cell.published is None else repr(cell.published),
                             "" if cell.difference is None else repr(round(cell.difference, 10)),

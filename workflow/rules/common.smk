@@ -9,18 +9,34 @@ from hybrid_ir import paths
 from hybrid_ir.code_digest import code_digest
 from hybrid_ir.checks import checks_from_expected, evaluation_pairs, load_expected
 from hybrid_ir.config import (
+    config_layers,
     config_warnings,
     fill_published,
     math_model_runs,
+    pretraining_settings,
+    snapshot_model,
+    resolve_overrides,
     run_measures,
     systems,
     validate_config,
 )
 from hybrid_ir.neural.encoders import ENCODERS
+from hybrid_ir.tables import row_sources, source_key, table_groups
 from hybrid_ir.errors import HybridIRError
 from hybrid_ir.fetch import load_manifest, mirror_root
 
 try:
+    resolve_overrides(
+        config,
+        config_layers(
+            # The `configfile:` directive's file comes after the command line's in this list.
+            [
+                *workflow.configfiles[len(workflow.config_settings.configfiles) :],
+                *workflow.config_settings.configfiles,
+            ],
+            workflow.config_settings.config,
+        ),
+    )
     validate_config(
         config,
         os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"),
@@ -71,8 +87,11 @@ def alternatives(names):
 def raw_file(path, where):
     """The fetched copy of a raw file, after checking the manifest lists it."""
     if path not in MANIFEST:
+        mirror = MIRROR if MIRROR is not None else Path("<mirror>")
         raise WorkflowError(
-            f"hybrid-ir: config: {where}: {path!r} is not in the manifest {config['manifest']}"
+            f"hybrid-ir: config: {where}: {path!r} is not in the manifest "
+            f"{config['manifest']}; put the file at {mirror / path} and run: hybrid-ir "
+            f"manifest add {mirror / path} --mirror {mirror} --manifest {config['manifest']}"
         )
     return paths.raw(path)
 
@@ -141,7 +160,8 @@ def run_path(collection, topics, system):
 
 
 def retriever_inputs(wildcards):
-    """Corpus and topics of a retriever's run, its base run and its tuning split if any."""
+    """Corpus and topics of a retriever's run, its base run, the index an askme retriever reads
+    its candidates from, and its tuning split if any."""
     collection, topics = wildcards.collection, wildcards.topics
     retriever = RETRIEVERS[collection][wildcards.system]
     inputs = {
@@ -150,6 +170,8 @@ def retriever_inputs(wildcards):
     }
     if "base" in retriever:
         inputs["base"] = run_path(collection, topics, retriever["base"])
+    if retriever["model"] == "askme":
+        inputs["index"] = paths.index(collection, retriever["index"])
     if "tune" in retriever:
         inputs["tune_topics"] = paths.topics(collection, retriever["tune"]["topics"])
         inputs["tune_qrels"] = paths.qrels(collection, retriever["tune"]["qrels"])
@@ -203,11 +225,22 @@ def sweep_inputs(wildcards):
 
 def figure_inputs(wildcards):
     """Legend label -> run file, the qrels, and what the figure's kind needs besides: a
-    sweep's report, a by_label's label table, a rank_scatter's fused run."""
+    sweep's report (or, for curves per swept value, the sweep's input runs), a by_label's or
+    head_to_head's label table, a rank_scatter's fused run; a collection_stats figure's
+    corpora, topics and qrels, one per dataset."""
     name = wildcards.figure
     figure = FIGURES[name]
+    if figure["kind"] == "collection_stats":
+        datasets = figure["datasets"].values()
+        return {
+            "corpora": [paths.corpus(d["collection"]) for d in datasets],
+            "topics": [paths.topics(d["collection"], d["topics"]) for d in datasets],
+            "qrels": [paths.qrels(d["collection"], d["qrels"]) for d in datasets],
+        }
     collection, topics = figure["collection"], figure["topics"]
-    reserved = {"qrels", "sweep", "label_table", "fused_run"} & set(figure["runs"])
+    reserved = {"qrels", "sweep", "sweep_runs", "label_table", "fused_run"} & set(
+        figure["runs"]
+    )
     if reserved:
         raise WorkflowError(
             f"hybrid-ir: config: figures.{name}.runs: {sorted(reserved)} is a reserved label"
@@ -219,7 +252,11 @@ def figure_inputs(wildcards):
     inputs["qrels"] = paths.qrels(collection, figure["qrels"])
     if figure["kind"] == "sweep":
         inputs["sweep"] = sweep_report(figure["sweep"])
-    if figure["kind"] == "by_label":
+    elif "sweep" in figure:
+        inputs["sweep_runs"] = [
+            run_path(collection, topics, run) for run in SWEEPS[figure["sweep"]]["runs"]
+        ]
+    if figure["kind"] in ("by_label", "head_to_head"):
         if figure["label_table"] not in COLLECTIONS[collection]["tables"]:
             raise WorkflowError(
                 f"hybrid-ir: config: figures.{name}.label_table: collection {collection!r} "
@@ -231,26 +268,40 @@ def figure_inputs(wildcards):
     return inputs
 
 
+# Figure kinds that write the numbers they draw as a TSV beside the PNG and SVG.
+TSV_FIGURE_KINDS = ("rank_scatter", "head_to_head", "ndcg_at_k")
+
+
 def figure_outputs(name):
-    """PNG and SVG; a rank_scatter figure's TSV of the ranks it draws besides."""
+    """PNG and SVG; the TSV of the numbers drawn for TSV_FIGURE_KINDS; a collection_stats
+    figure's TSV and Markdown table."""
     outputs = [paths.figure(name, "png"), paths.figure(name, "svg")]
-    if FIGURES[name]["kind"] == "rank_scatter":
+    if FIGURES[name]["kind"] in (*TSV_FIGURE_KINDS, "collection_stats"):
         outputs.append(paths.figure(name, "tsv"))
+    if FIGURES[name]["kind"] == "collection_stats":
+        outputs.append(paths.figure(name, "md"))
     return outputs
 
 
 def table_sources(name):
-    """Row label -> run file or cross-validation report of a configured table."""
+    """A configured table's inputs by hybrid_ir.tables.source_key: each row's run file or
+    cross-validation report in each group it has one in, and those groups' qrels (a group of
+    published values only needs no collection here)."""
     table = TABLES[name]
+    groups = {group["name"]: group for group in table_groups(table)}
     sources = {}
     for block in table["blocks"]:
         for row in block["rows"]:
-            if "run" in row:
-                sources[row["label"]] = run_path(
-                    table["collection"], table["topics"], row["run"]
+            for group, (kind, source) in row_sources(row, list(groups)).items():
+                where = groups[group]
+                if kind == "run":
+                    path = run_path(where["collection"], where["topics"], source)
+                else:
+                    path = crossval_report(source)
+                sources[source_key(row["label"], group)] = path
+                sources[source_key("qrels", group)] = paths.qrels(
+                    where["collection"], where["qrels"]
                 )
-            else:
-                sources[row["label"]] = crossval_report(row["crossval"])
     for sweep in table["sweeps"]:
         sources[f"sweep_{sweep}"] = sweep_report(sweep)
     return sources
@@ -292,15 +343,17 @@ def backbone_input(backbone):
     return {}
 
 
-def pretraining_settings(backbone):
-    """The shared pretraining settings, with the backbone's own overrides (``epochs`` given
-    there replaces a shared ``steps``, and the other way round)."""
-    settings = {k: v for k, v in MATH["pretraining"].items() if k != "corpus"}
-    override = MATH["backbones"][backbone]["pretraining"]
-    for length in ("steps", "epochs"):
-        if length in override:
-            settings.pop("epochs" if length == "steps" else "steps", None)
-    return settings | override
+# Epochs after which the DPR fine-tuning job also keeps its model (paper 000, Table 1 rows 1-4).
+DPR_SNAPSHOTS = MATH["dpr"]["snapshots"] if MATH and "dpr" in MATH else []
+
+
+def snapshot_dirs(wildcards):
+    """Epoch -> where a fine-tuning job keeps its model after that epoch (DPR only)."""
+    if wildcards.encoder != "dpr":
+        return {}
+    return {
+        e: paths.model(snapshot_model(e), wildcards.backbone) for e in DPR_SNAPSHOTS
+    }
 
 
 def backbone_source(wildcards, input):
@@ -327,6 +380,11 @@ def math_targets():
         targets += [
             paths.run(MATH["collection"], topics, name) for topics in MATH["topics"]
         ]
+    for collection, sets in MATH["also_search"].items():
+        for name, run in MATH_RUNS.items():
+            if run["kind"] in ENCODERS:
+                targets.append(paths.index_stats(collection, name))
+                targets += [paths.run(collection, topics, name) for topics in sets]
     if "ntcir12" in MATH["pretokenize"]:
         targets += list(pretok_outputs("ntcir12").values())
     return targets

@@ -53,9 +53,6 @@ rule assert_scores:
 rule paper_table:
     input:
         unpack(lambda w: table_sources(w.table)),
-        qrels=lambda w: paths.qrels(
-            TABLES[w.table]["collection"], TABLES[w.table]["qrels"]
-        ),
     output:
         markdown=paths.result_table("{table}", "md"),
         latex=paths.result_table("{table}", "tex"),
@@ -83,19 +80,26 @@ rule figure:
         paths.log("figures", "{figure}"),
     wildcard_constraints:
         figure=alternatives(
-            name for name, entry in FIGURES.items() if entry["kind"] != "rank_scatter"
+            name
+            for name, entry in FIGURES.items()
+            if entry["kind"] not in (*TSV_FIGURE_KINDS, "collection_stats")
         ),
     conda:
         CONDA_ENV
     params:
         code=code_version("figure"),
         spec=lambda w: FIGURES[w.figure],
+        sweep=lambda w: (
+            SWEEPS[FIGURES[w.figure]["sweep"]]
+            if "sweep" in FIGURES[w.figure]
+            else None
+        ),
     script:
         "../scripts/figure.py"
 
 
-# A rank_scatter figure also writes the ranks it draws (figure_outputs in common.smk).
-rule figure_with_ranks:
+# rank_scatter, head_to_head and ndcg_at_k also write the numbers they draw (figure_outputs).
+rule figure_with_tsv:
     input:
         unpack(figure_inputs),
     output:
@@ -106,12 +110,47 @@ rule figure_with_ranks:
         paths.log("figures", "{figure}"),
     wildcard_constraints:
         figure=alternatives(
-            name for name, entry in FIGURES.items() if entry["kind"] == "rank_scatter"
+            name
+            for name, entry in FIGURES.items()
+            if entry["kind"] in TSV_FIGURE_KINDS
         ),
     conda:
         CONDA_ENV
     params:
         code=code_version("figure"),
         spec=lambda w: FIGURES[w.figure],
+        sweep=lambda w: (
+            SWEEPS[FIGURES[w.figure]["sweep"]]
+            if "sweep" in FIGURES[w.figure]
+            else None
+        ),
     script:
         "../scripts/figure.py"
+
+
+# Paper 004 Fig. 3: statistics of the datasets' canonical files, read in full (benchmarked).
+rule collection_stats:
+    input:
+        unpack(figure_inputs),
+    output:
+        png=paths.figure("{figure}", "png"),
+        svg=paths.figure("{figure}", "svg"),
+        tsv=paths.figure("{figure}", "tsv"),
+        markdown=paths.figure("{figure}", "md"),
+    log:
+        paths.log("figures", "{figure}"),
+    benchmark:
+        paths.benchmark("figures", "{figure}")
+    wildcard_constraints:
+        figure=alternatives(
+            name
+            for name, entry in FIGURES.items()
+            if entry["kind"] == "collection_stats"
+        ),
+    conda:
+        CONDA_ENV
+    params:
+        code=code_version("collection_stats"),
+        spec=lambda w: FIGURES[w.figure],
+    script:
+        "../scripts/collection_stats.py"

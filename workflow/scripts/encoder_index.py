@@ -1,4 +1,5 @@
-"""Snakemake adapter: index the pre-tokenized corpus with a fine-tuned DPR or ColBERT model."""
+"""Snakemake adapter: index the pre-tokenized corpus with a DPR or ColBERT model, fine-tuned here
+or released (a hub id or a local checkpoint)."""
 
 import json
 import logging
@@ -17,9 +18,10 @@ def main():
     documents = topic_texts(
         read_records(snakemake.input.corpus), snakemake.params.doc_fields, separator="\n"
     )
+    logging.info("%s model %s", snakemake.params.encoder, snakemake.params.model)
     job = Job(extensions_dir=Path(snakemake.params.extensions))
-    facts = encoder(snakemake.wildcards.encoder).index(
-        Path(snakemake.input.model), documents, Path(snakemake.output.index), settings, job
+    facts = encoder(snakemake.params.encoder).index(
+        Path(snakemake.params.model), documents, Path(snakemake.output.index), settings, job
     )
     logging.info("%s", facts)
     with atomic_output(snakemake.output.stats) as out:

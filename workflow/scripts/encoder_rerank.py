@@ -1,5 +1,6 @@
-"""Snakemake adapter: paper 000's re-ranking of a base run's candidates by a fine-tuned DPR or
-ColBERT model, scored as that model's search scores, with no index of the collection."""
+"""Snakemake adapter: paper 000's re-ranking of a base run's candidates by a DPR or ColBERT model
+(fine-tuned here or released), scored as that model's search scores, with no index of the
+collection."""
 
 import logging
 from pathlib import Path
@@ -26,8 +27,9 @@ def main():
         read_run(snakemake.input.base, topics=queries), queries, spec["depth"]
     )
     logging.info(
-        "%s re-ranking of %s: %d of %d topics, %d candidates (depth %d)",
+        "%s re-ranking (model %s) of %s: %d of %d topics, %d candidates (depth %d)",
         spec["encoder"],
+        snakemake.params.model,
         spec["base"],
         len(candidates),
         len(queries),
@@ -36,7 +38,7 @@ def main():
     )
     job = Job(extensions_dir=Path(snakemake.params.extensions))
     run = encoder(spec["encoder"]).rerank(
-        Path(snakemake.input.model), candidates, documents, queries, settings, job
+        Path(snakemake.params.model), candidates, documents, queries, settings, job
     )
     lines = write_run(run, snakemake.output.run, tag=snakemake.wildcards.system)
     logging.info("%d topics re-ranked, %d lines", len(run), lines)

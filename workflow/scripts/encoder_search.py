@@ -17,12 +17,12 @@ def main():
     queries = topic_texts(
         read_records(snakemake.input.topics), snakemake.params.query_fields, separator="\n"
     )
+    logging.info("%s model %s", snakemake.params.encoder, snakemake.params.model)
     job = Job(extensions_dir=Path(snakemake.params.extensions))
-    run = encoder(snakemake.wildcards.encoder).search(
-        Path(snakemake.input.model), Path(snakemake.input.index), queries, depth, settings, job
+    run = encoder(snakemake.params.encoder).search(
+        Path(snakemake.params.model), Path(snakemake.input.index), queries, depth, settings, job
     )
-    tag = f"{snakemake.wildcards.encoder}-{snakemake.wildcards.backbone}"
-    lines = write_run(run, snakemake.output.run, tag=tag, k=depth)
+    lines = write_run(run, snakemake.output.run, tag=snakemake.wildcards.system, k=depth)
     logging.info("%d topics, %d lines", len(run), lines)
 
 

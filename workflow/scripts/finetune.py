@@ -17,7 +17,7 @@ def main():
         snakemake.params.source,
         Path(snakemake.input.triplets),
         Path(snakemake.output.model),
-        snakemake.params.settings,
+        snakemake.params.settings | {"snapshot_dirs": snakemake.params.snapshots},
         job,
     )
     summary = {k: v for k, v in facts.items() if k != "losses"}

@@ -13,20 +13,23 @@ from hybrid_ir.runs import read_run, write_run
 def main():
     set_threads(snakemake.threads)
     spec = snakemake.params.reranker
-    documents = topic_texts(
-        read_records(snakemake.input.corpus), snakemake.params.doc_fields, separator="\n"
-    )
-    queries = topic_texts(
-        read_records(snakemake.input.topics), snakemake.params.query_fields, separator="\n"
+    documents = topic_texts(read_records(snakemake.input.corpus), spec["doc_fields"], "\n")
+    queries = topic_texts(read_records(snakemake.input.topics), spec["query_fields"], "\n")
+    logging.info(
+        "backbone %s; documents: %s; queries: %s",
+        snakemake.params.model,
+        " + ".join(spec["doc_fields"]),
+        " + ".join(spec["query_fields"]),
     )
     run = rerank_by_embeddings(
-        snakemake.input.model,
-        read_run(snakemake.input.base),
+        snakemake.params.model,
+        read_run(snakemake.input.base, topics=queries),
         documents,
         queries,
         depth=spec["depth"],
         max_length=spec["max_length"],
         batch_size=spec["batch_size"],
+        device=snakemake.params.device,
     )
     lines = write_run(run, snakemake.output.run, tag=snakemake.wildcards.system)
     logging.info("%d topics re-ranked, %d lines", len(run), lines)

@@ -21,11 +21,9 @@ from hybrid_ir.tables import (
 
 def main():
     config = snakemake.params.spec
-    labels = [row["label"] for block in config["blocks"] for row in block["rows"]]
-    spec = table_spec(
-        snakemake.params.name, config, {label: snakemake.input[label] for label in labels}
-    )
-    per_query, aggregate = score_rows(spec, snakemake.input.qrels, config["measures"])
+    inputs = dict(snakemake.input.items())
+    spec = table_spec(snakemake.params.name, config, inputs)
+    per_query, aggregate = score_rows(spec, inputs)
     cells = table_cells(spec, per_query, aggregate)
     with atomic_output(snakemake.output.markdown) as out:
         reports = {}

@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from hybrid_ir.formats import atomic_output, read_qrels, read_records
 from hybrid_ir.logged import run_step
-from hybrid_ir.neural.triplets import build_triplets
+from hybrid_ir.neural.triplets import TripletRules, build_triplets
 
 
 def main():
@@ -22,7 +22,7 @@ def main():
         sources,
         excluded,
         seed=settings["seed"],
-        min_upvotes=settings["min_upvotes"],
+        rules=TripletRules.from_settings(settings),
         query_fields=settings["query_fields"],
         passage_fields=settings["passage_fields"],
     )

@@ -44,7 +44,8 @@ class SourceRoles:
     """The source roles a reader takes, so that a configuration is checked when the workflow's
     DAG is built rather than half-way through a run.
 
-    ``main``: the alternative sets of fixed roles (exactly one must be configured). Per listed
+    ``main``: the alternative sets of fixed roles (exactly one must be configured);
+    ``optional``: fixed roles that may be configured beside them. Per listed
     set, ``topics_<set>`` / ``qrels_<set>`` are required when ``per_set_topics`` /
     ``per_set_qrels``, and ``labels_<set>`` is optional when ``per_set_labels``; sets in
     ``derived_sets`` are made by the reader itself, and when a ``sets_inside`` role is
@@ -52,6 +53,7 @@ class SourceRoles:
     """
 
     main: tuple[frozenset[str], ...]
+    optional: frozenset[str] = frozenset()
     per_set_topics: bool = False
     per_set_qrels: bool = False
     per_set_labels: bool = False
@@ -77,7 +79,8 @@ class SourceRoles:
             required |= {
                 f"qrels_{s}": f"qrels set {s!r}" for s in qrels_sets if s not in self.derived_sets
             }
-        optional = {f"labels_{s}" for s in topic_sets} if self.per_set_labels else set()
+        labels = {f"labels_{s}" for s in topic_sets} if self.per_set_labels else set()
+        optional = labels | self.optional
         errors = [
             f"{where}.sources.{role}: no listed set uses this source (topic sets "
             f"{list(topic_sets)}, qrels sets {list(qrels_sets)}); a typo, or a set missing "
@@ -91,7 +94,7 @@ class SourceRoles:
             if role not in sources
         ]
         warnings = []
-        if optional & set(sources):
+        if labels & set(sources):
             warnings = [
                 f"{where}: topic set {s!r} has no 'labels_{s}' source, so its topics have no "
                 "category, difficulty or dependency labels"

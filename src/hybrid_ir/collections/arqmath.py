@@ -12,13 +12,17 @@ came from:
 
 Both emit one document per answer: ``id`` (answer post id), ``title`` (question title),
 ``text`` (answer body), ``question_id``, ``question`` (question body), ``tags`` and
-``formulas``; the Posts.xml reader adds ``score`` and ``accepted`` where the dump has them.
+``formulas``; the Posts.xml reader adds, where the dump has them, ``score``, ``accepted``,
+``date`` and ``question_date`` (the answer's and question's ``CreationDate``, as written), and
+with a PostLinks.xml source, ``duplicates`` (the ids of the questions linked to the answer's
+question as duplicates, ``LinkTypeId`` 3).
 Bodies become plain text, one line per HTML block, each formula written ``$<latex>$``.
 ``formulas`` lists ``{"id", "latex"}`` for the title, question and answer formulas in that
 order; ``id`` is the ARQMath formula id of the ``math-container`` span, ``None`` where the
 source has none (raw ``$...$`` text, some unconverted spans).
 
-Roles: ``threads`` (HTML reader) or ``posts`` (Posts.xml reader); optionally, for any set name
+Roles: ``threads`` (HTML reader) or ``posts`` and optionally ``post_links`` (Posts.xml
+reader); optionally, for any set name
 such as ``arqmath1``/``arqmath2``: ``topics_<set>`` (Task-1 topics XML), ``qrels_<set>`` (TREC
 qrels) and ``labels_<set>`` (topic labels: MathDowsers ``.json`` or ARQMath ``.csv``). The
 labels of all sets go to the ``topic_labels`` table with columns ``topic_id``, ``set``,
@@ -38,8 +42,10 @@ import tarfile
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
+from xml.parsers import expat
 
 from hybrid_ir.collections import Collection, SourceRoles, reader
 from hybrid_ir.errors import ConfigError, InputFormatError, quoted
@@ -383,6 +389,7 @@ class _Question:
     body: Rendered
     tags: list[str]
     accepted_answer_id: str | None
+    date: str | None
 
 
 def _split_tags(tags: str) -> list[str]:
@@ -390,42 +397,60 @@ def _split_tags(tags: str) -> list[str]:
     return [tag for tag in re.split(r"[<>]", tags) if tag]
 
 
-def _iter_rows(path: Path) -> Iterator[dict[str, str]]:
-    """The attributes of each ``<row>``, streamed: a real Posts.xml is about 15 GB."""
+def _iter_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """``(line, attributes)`` of each ``<row>``, streamed: a real Posts.xml is about 15 GB.
+
+    Expat rather than ElementTree, because it tells the line of each row, so that a bad value
+    is reported where it is.
+    """
+    rows: list[tuple[int, dict[str, str]]] = []
+    parser = expat.ParserCreate()
+
+    def start(tag: str, attributes: dict[str, str]) -> None:
+        if tag == "row":
+            rows.append((parser.CurrentLineNumber, attributes))
+
+    parser.StartElementHandler = start
     with open_text(path) as handle:
         try:
-            context = ET.iterparse(handle, events=("start", "end"))
-            _, root = next(context)
-            for event, element in context:
-                if event == "end" and element.tag == "row":
-                    yield dict(element.attrib)
-                    root.clear()  # drop the rows already read
-        except ET.ParseError as error:
-            raise InputFormatError(path, error.position[0], f"malformed XML: {error}") from None
+            for chunk in iter(lambda: handle.read(1 << 20), ""):
+                parser.Parse(chunk, False)
+                yield from rows
+                rows.clear()
+            parser.Parse("", True)
+        except expat.ExpatError as error:
+            raise InputFormatError(path, error.lineno, f"malformed XML: {error}") from None
         except LookupError as error:
             raise InputFormatError(path, 1, f"malformed XML: {error}") from None
+    yield from rows
 
 
-def read_posts_answers(path: Path, stats: PostsStats | None = None) -> Iterator[dict]:
+def read_posts_answers(
+    path: Path, stats: PostsStats | None = None, duplicates: Mapping[str, list[str]] | None = None
+) -> Iterator[dict]:
     """Answer documents of a Posts.xml file, lazily, in file order.
 
     A question must come before its answers, as in the dumps (sorted by post id, and an answer
     is always younger than its question); only questions are kept in memory. An answer whose
     question was not seen is kept with an empty title, question and tags, no ``accepted``, and
     is counted in ``stats.orphans`` and logged. Rows of other post types (tag wikis...) are
-    skipped.
+    skipped. With ``duplicates`` (question id -> its duplicate questions, from
+    :func:`read_post_links`), every answer lists its question's duplicates in ``duplicates``.
     """
     stats = stats if stats is not None else PostsStats()
     questions: dict[str, _Question] = {}
-    for number, row in enumerate(_iter_rows(path), start=1):
+    for line, row in _iter_rows(path):
         post_id, post_type = row.get("Id"), row.get("PostTypeId")
         if not post_id or not post_type:
-            raise InputFormatError(path, None, f"row {number} lacks Id or PostTypeId")
+            raise InputFormatError(path, line, "row lacks Id or PostTypeId")
         if post_type == _QUESTION:
-            questions[post_id] = _read_question(path, row)
+            questions[post_id] = _read_question(path, line, row)
         elif post_type == _ANSWER:
             stats.answers += 1
-            yield _post_doc(path, row, questions, stats)
+            doc = _post_doc(path, line, row, questions, stats)
+            if duplicates is not None:
+                doc["duplicates"] = duplicates.get(doc["question_id"], [])
+            yield doc
     if stats.orphans:
         logger.warning(
             "%s: %d of %d answers have no question in the file; kept with an empty title",
@@ -435,26 +460,31 @@ def read_posts_answers(path: Path, stats: PostsStats | None = None) -> Iterator[
         )
 
 
-def _read_question(path: Path, row: Mapping[str, str]) -> _Question:
+def _read_question(path: Path, line: int, row: Mapping[str, str]) -> _Question:
     label = f"question {row.get('Id')}"
     return _Question(
         title=render_html(row.get("Title", ""), path, label),
         body=render_html(row.get("Body", ""), path, label),
         tags=_split_tags(row.get("Tags", "")),
         accepted_answer_id=row.get("AcceptedAnswerId"),
+        date=_date(path, line, row),
     )
 
 
 def _post_doc(
-    path: Path, row: Mapping[str, str], questions: Mapping[str, _Question], stats: PostsStats
+    path: Path,
+    line: int,
+    row: Mapping[str, str],
+    questions: Mapping[str, _Question],
+    stats: PostsStats,
 ) -> dict:
     answer_id, question_id = row["Id"], row.get("ParentId")
     if not question_id:
-        raise InputFormatError(path, None, f"answer {answer_id} has no ParentId")
+        raise InputFormatError(path, line, f"answer {answer_id} has no ParentId")
     question = questions.get(question_id)
     if question is None:
         stats.orphans += 1
-        question = _Question(_EMPTY, _EMPTY, [], None)
+        question = _Question(_EMPTY, _EMPTY, [], None, None)
     doc = _answer_doc(
         answer_id,
         render_html(row.get("Body", ""), path, f"answer {answer_id}"),
@@ -464,17 +494,55 @@ def _post_doc(
         question.tags,
     )
     if "Score" in row:
-        doc["score"] = _score(path, answer_id, row["Score"])
+        doc["score"] = _score(path, line, answer_id, row["Score"])
     if question_id in questions:
         doc["accepted"] = question.accepted_answer_id == answer_id
+    date = _date(path, line, row)
+    if date is not None:
+        doc["date"] = date
+    if question.date is not None:
+        doc["question_date"] = question.date
     return doc
 
 
-def _score(path: Path, answer_id: str, value: str) -> int:
+def _score(path: Path, line: int, answer_id: str, value: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise InputFormatError(path, None, f"answer {answer_id}: Score {quoted(value)}") from None
+        raise InputFormatError(path, line, f"answer {answer_id}: Score {quoted(value)}") from None
+
+
+def _date(path: Path, line: int, row: Mapping[str, str]) -> str | None:
+    """A row's ``CreationDate`` as written (ISO 8601, e.g. ``2010-07-20T19:09:27.200``)."""
+    value = row.get("CreationDate")
+    if value is None:
+        return None
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        problem = f"post {row.get('Id')}: CreationDate {quoted(value)} is not an ISO 8601 date"
+        raise InputFormatError(path, line, problem) from None
+    return value
+
+
+_DUPLICATE_LINK = "3"  # LinkTypeId 1 is "linked", a weaker relation pya0 does not train on
+
+
+def read_post_links(path: Path) -> dict[str, list[str]]:
+    """Duplicate questions from PostLinks.xml (``<row PostId RelatedPostId LinkTypeId>``):
+    question id -> the ids of the questions linked to it as duplicates, either way round,
+    sorted numerically."""
+    duplicates: dict[str, set[str]] = {}
+    for line, row in _iter_rows(path):
+        values = [row.get(key) for key in ("PostId", "RelatedPostId", "LinkTypeId")]
+        if not all(values):
+            raise InputFormatError(path, line, "row lacks PostId, RelatedPostId or LinkTypeId")
+        post, related, kind = values
+        assert post and related  # checked just above, for the type checker
+        if kind == _DUPLICATE_LINK and post != related:
+            duplicates.setdefault(post, set()).add(related)
+            duplicates.setdefault(related, set()).add(post)
+    return {post: sorted(linked, key=_numeric_id) for post, linked in duplicates.items()}
 
 
 # --------------------------------------------------------------------------- topics and labels
@@ -591,19 +659,21 @@ def _read_labels(path: Path, set_name: str) -> list[dict]:
 # --------------------------------------------------------------------------- readers
 
 
-def _collection(docs: Iterable[dict], sources: Mapping[str, Path], main_role: str) -> Collection:
+def _collection(
+    docs: Iterable[dict], sources: Mapping[str, Path], main_roles: frozenset[str]
+) -> Collection:
     """A collection of ``docs`` plus the topics, qrels and labels of every optional role."""
     topics: dict[str, list[dict]] = {}
     qrels: dict[str, list[Judgment]] = {}
     labels: list[dict] = []
     for role, path in sources.items():
-        if role == main_role:
+        if role in main_roles:
             continue
         match = _OPTIONAL_ROLE.fullmatch(role)
         if match is None:
             raise ConfigError(
-                f"unknown role {role!r}: expected {main_role}, topics_<set>, qrels_<set> "
-                "or labels_<set>"
+                f"unknown role {role!r}: expected {', '.join(sorted(main_roles))}, "
+                "topics_<set>, qrels_<set> or labels_<set>"
             )
         kind, set_name = match.groups()
         if kind == "topics":
@@ -616,9 +686,13 @@ def _collection(docs: Iterable[dict], sources: Mapping[str, Path], main_role: st
     return Collection(docs=docs, topics=topics, qrels=qrels, tables=tables)
 
 
-def _roles(main_role: str) -> SourceRoles:
+def _roles(main_role: str, optional: frozenset[str] = frozenset()) -> SourceRoles:
     return SourceRoles(
-        main=(frozenset({main_role}),), per_set_topics=True, per_set_qrels=True, per_set_labels=True
+        main=(frozenset({main_role}),),
+        optional=optional,
+        per_set_topics=True,
+        per_set_qrels=True,
+        per_set_labels=True,
     )
 
 
@@ -632,11 +706,15 @@ def _main_source(sources: Mapping[str, Path], role: str) -> Path:
 def read_arqmath_html(sources: Mapping[str, Path]) -> Collection:
     """ARQMath from HTML thread pages (role ``threads``: a ``.tar.gz`` or a directory)."""
     docs = read_threads(_main_source(sources, "threads"))
-    return _collection(docs, sources, "threads")
+    return _collection(docs, sources, frozenset({"threads"}))
 
 
-@reader("arqmath_posts_xml", _roles("posts"))
+@reader("arqmath_posts_xml", _roles("posts", optional=frozenset({"post_links"})))
 def read_arqmath_posts_xml(sources: Mapping[str, Path]) -> Collection:
-    """ARQMath from a Posts.xml dump (role ``posts``); documents are streamed lazily."""
-    docs = read_posts_answers(_main_source(sources, "posts"))
-    return _collection(docs, sources, "posts")
+    """ARQMath from a Posts.xml dump (role ``posts``) and, optionally, its PostLinks.xml (role
+    ``post_links``: each answer then lists its question's ``duplicates``); documents are
+    streamed lazily."""
+    links = sources.get("post_links")
+    duplicates = read_post_links(Path(links)) if links is not None else None
+    docs = read_posts_answers(_main_source(sources, "posts"), duplicates=duplicates)
+    return _collection(docs, sources, frozenset({"posts", "post_links"}))

@@ -76,7 +76,7 @@ from tqdm import tqdm
 
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.neural.candidates import unique_candidates
-from hybrid_ir.neural.models import directory_size, seed_everything
+from hybrid_ir.neural.models import directory_size, local_checkpoint, seed_everything
 from hybrid_ir.neural.triplets import read_triplets
 from hybrid_ir.runs import Run as RunDict
 from hybrid_ir.runs import canonicalize
@@ -157,6 +157,12 @@ def _absolute(path: Path) -> str:
     return str(Path(path).resolve())
 
 
+def _checkpoint(name: Path) -> str:
+    """A model for colbert to load: a local one as an absolute path, a hub id (a released
+    checkpoint, ``owner/name``) as it is, for colbert to fetch from the hub or its cache."""
+    return str(name) if local_checkpoint(str(name)) is None else _absolute(name)
+
+
 @contextlib.contextmanager
 def _colbert_chatter_to_stderr() -> Iterator[None]:
     """colbert reports with ``print``; keep stdout for the caller, as the progress bars are."""
@@ -228,7 +234,7 @@ def train_colbert(
     _use_extensions_dir(extensions_dir)
     seed_everything(seed)
     config = ColBERTConfig(
-        checkpoint=_absolute(backbone),
+        checkpoint=_checkpoint(backbone),
         dim=dim,
         query_maxlen=query_maxlen,
         doc_maxlen=doc_maxlen,
@@ -383,7 +389,7 @@ def index_colbert(
     began = time.perf_counter()
     with _colbert_chatter_to_stderr(), _one_process_launch(seed):
         with Run().context(_one_process_run()), _encode_each_passage_list_once():
-            indexer = Indexer(checkpoint=_absolute(checkpoint), config=config, verbose=1)
+            indexer = Indexer(checkpoint=_checkpoint(checkpoint), config=config, verbose=1)
             indexer.index(name=staging.name, collection=[documents[doc] for doc in doc_ids])
     seconds = time.perf_counter() - began
     (staging / DOC_IDS_FILE).write_text(json.dumps(doc_ids) + "\n", encoding="utf-8")
@@ -432,7 +438,7 @@ def search_colbert(
     with _colbert_chatter_to_stderr(), Run().context(_one_process_run()):
         searcher = Searcher(
             index=_absolute(index_dir),
-            checkpoint=_absolute(checkpoint),
+            checkpoint=_checkpoint(checkpoint),
             collection=doc_ids,
             config=config,
             verbose=1,
@@ -471,12 +477,14 @@ def rerank_colbert(
     if not unique:
         return {topic: {} for topic in candidates}
     _use_extensions_dir(extensions_dir)
-    path = _absolute(checkpoint)
+    path = _checkpoint(checkpoint)
     run: RunDict = {}
     with _colbert_chatter_to_stderr(), Run().context(_one_process_run()):
+        # A checkpoint without colbert's metadata (pya0's released ColBERT) leaves the config's
+        # checkpoint unset, and the tokenizers would load from the hub id "None".
         config = ColBERTConfig.from_existing(
             ColBERTConfig.load_from_checkpoint(path),
-            ColBERTConfig(query_maxlen=query_maxlen, doc_maxlen=doc_maxlen),
+            ColBERTConfig(checkpoint=path, query_maxlen=query_maxlen, doc_maxlen=doc_maxlen),
             Run().config,
         )
         model = Checkpoint(path, colbert_config=config, verbose=0)

@@ -11,6 +11,11 @@ SPECTER2's and MiniLM's included); empty fields are left out, so CF queries (no 
 question alone. SPECTER2 pools the ``[CLS]`` token (model card), whereas a hub model without a
 sentence-transformers config would get mean pooling, so pass ``pooling="cls"`` for it.
 
+Paper 003's Fig. 5 ablates SPECTER2's adapters: documents encoded with the proximity adapter
+(``allenai/specter2``) and queries with the ad-hoc query adapter (``allenai/specter2_adhoc_query``)
+on ``allenai/specter2_base``; :mod:`hybrid_ir.neural.adapters` loads them (the ``adapters``
+library itself needs transformers 4).
+
 Determinism: inference runs in eval mode (no dropout) and draws no random numbers, so on CPU
 the same texts, batch size, thread count and torch build give bit-identical embeddings; no seed
 is needed. Batch size and threads can change the last bits (padding and kernel blocking), which
@@ -20,7 +25,6 @@ float32 embeddings, so score ties resolve the same way every time (:mod:`hybrid_
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 import zipfile
@@ -37,6 +41,8 @@ from hybrid_ir.runs import Run, canonicalize
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
+
+    from hybrid_ir.neural.adapters import AdapterSet
 
 LOGGER = logging.getLogger(__name__)
 
@@ -70,14 +76,13 @@ def resolve_model(name: str) -> str:
 class SentenceEncoder:
     """A sentence-transformers model that turns texts into float32 embeddings.
 
-    ``adapter`` selects paper 003's Fig. 5 ablation: ``None`` encodes with the base model (what
-    the paper's Figs. 2 and 4 use); an adapter name or path (e.g. ``allenai/specter2`` on
-    ``allenai/specter2_base``) is attached and activated with the ``adapters`` library, as the
-    SPECTER2 model card does (``adapters.init`` on the loaded transformer, then
-    ``load_adapter``; not exercised here, where the library is absent). It is imported only
-    then; without it the constructor raises :class:`ConfigError` before loading anything.
-    ``threads`` sets torch's CPU thread count, which is process-wide. ``pooling`` replaces the
-    model's own pooling (``"cls"`` for SPECTER2); ``None`` keeps it.
+    ``query_adapter`` and ``document_adapter`` select paper 003's Fig. 5 ablation: ``None``
+    encodes that side with the base model (what the paper's Figs. 2 and 4 use); an adapter
+    directory saved by the ``adapters`` library, or its hub id (``allenai/specter2_adhoc_query``,
+    ``allenai/specter2`` on ``allenai/specter2_base``), is attached to the transformer and active
+    while texts of that role are encoded (:mod:`hybrid_ir.neural.adapters`). ``threads`` sets
+    torch's CPU thread count, which is process-wide. ``pooling`` replaces the model's own pooling
+    (``"cls"`` for SPECTER2); ``None`` keeps it.
     """
 
     def __init__(
@@ -86,14 +91,14 @@ class SentenceEncoder:
         batch_size: int = 32,
         max_length: int | None = None,
         device: str = "cpu",
-        adapter: str | None = None,
+        query_adapter: str | None = None,
+        document_adapter: str | None = None,
         normalize: bool = True,
         threads: int | None = None,
         pooling: Literal["cls", "mean"] | None = None,
     ):
         if batch_size < 1:
             raise ConfigError(f"dense encoder batch_size must be >= 1, got {batch_size!r}")
-        adapters = _import_adapters() if adapter is not None else None
         import torch
 
         if threads is not None:
@@ -102,11 +107,14 @@ class SentenceEncoder:
         self.batch_size = batch_size
         self.normalize = normalize
         self.model = _load(resolve_model(model), device, max_length, pooling)
-        if adapters is not None:
-            # adapters.init adds load_adapter to the transformer at run time.
-            transformer: Any = self.model[0].auto_model
-            adapters.init(transformer)
-            transformer.load_adapter(adapter, set_active=True)
+        roles = {"query": query_adapter, "document": document_adapter}
+        attached = {role: source for role, source in roles.items() if source is not None}
+        self.adapters: AdapterSet | None = None
+        if attached:
+            from hybrid_ir.neural.adapters import attach_adapters
+
+            transformer: Any = self.model[0]
+            self.adapters = attach_adapters(transformer.auto_model, attached)
         self.model.eval()
 
     @property
@@ -116,12 +124,20 @@ class SentenceEncoder:
             raise ConfigError(f"dense model {self.model_name!r} reports no embedding dimension")
         return int(dimension)
 
-    def encode(self, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
+    def encode(
+        self,
+        texts: Sequence[str],
+        progress: bool | None = None,
+        role: Literal["document", "query"] = "document",
+    ) -> np.ndarray:
         """Embeddings of ``texts`` as a ``(len(texts), dimension)`` float32 matrix.
 
         Rows have unit length when ``normalize`` is set. ``progress=None`` shows a bar on
-        stderr from :data:`PROGRESS_MIN_TEXTS` texts on.
+        stderr from :data:`PROGRESS_MIN_TEXTS` texts on. ``role`` picks the adapter (that
+        role's, or none when it has none).
         """
+        if self.adapters is not None:
+            self.adapters.use(role if role in self.adapters.names else None)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         show = len(texts) >= PROGRESS_MIN_TEXTS if progress is None else progress
@@ -133,16 +149,6 @@ class SentenceEncoder:
             normalize_embeddings=self.normalize,
         )
         return np.asarray(embeddings, dtype=np.float32)
-
-
-def _import_adapters():
-    try:
-        return importlib.import_module("adapters")
-    except ImportError:
-        raise ConfigError(
-            "dense adapter requested but the 'adapters' library is not installed "
-            "(pip install adapters), or set adapter to null to use the base model"
-        ) from None
 
 
 def _load(
@@ -233,7 +239,7 @@ def _query_matrix(
     if texts:
         if encoder is None:
             raise ConfigError("dense search got query texts but no encoder to embed them")
-        encoded = dict(zip(texts, encoder.encode(list(texts.values())), strict=True))
+        encoded = dict(zip(texts, encoder.encode(list(texts.values()), role="query"), strict=True))
     rows = [np.asarray(encoded.get(qid, query), dtype=np.float64) for qid, query in queries.items()]
     for qid, row in zip(queries, rows, strict=True):
         if row.shape != (dimension,):

@@ -3,9 +3,15 @@
 One encoder embeds queries and passages (a shared, "siamese" encoder, as pya0's DPR trainer
 does). Eq. 1: ``s(q, p) = E(q) . E(p)``. Eq. 2: for a batch of B triplets, each query's
 positive competes with all 2B passages of the batch (the other queries' positives and every
-hard negative): cross-entropy over ``Q P^T``. AdamW with weight decay; linear decay of the
-learning rate. Batches take the triplets in file order (the triplet file is already shuffled
-with the configured seed), and dropout draws from a generator seeded per step.
+hard negative): cross-entropy over ``Q P^T``. AdamW with weight decay; after the warm-up, the
+learning rate decays linearly to 0 (``schedule: linear``) or stays constant (``constant``, as
+pya0's trainer does). Batches take the triplets in file order (the triplet file is already
+shuffled with the configured seed), and dropout draws from a generator seeded per step.
+
+Snapshots (paper 000, Table 1 rows 1-4: DPR fine-tuned for one epoch): the model after epoch
+``e`` is saved as well, in the final model's format. Epoch ``e`` ends after the steps that
+training for ``e`` epochs takes, so with a constant rate (which does not depend on the total
+length) a snapshot is the model a training of ``e`` epochs gives, bit for bit.
 
 Index: a faiss ``IndexFlatIP`` (exact inner product) over float32 passage vectors; search is
 top-k per query; the doc ids travel in a JSON file beside the index.
@@ -20,14 +26,23 @@ import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
+from hybrid_ir.errors import ConfigError
 from hybrid_ir.formats import atomic_directory
 from hybrid_ir.neural.candidates import unique_candidates
-from hybrid_ir.neural.models import Encoder, backbone_path, directory_size, load_tokenizer
+from hybrid_ir.neural.models import (
+    Encoder,
+    Pooling,
+    backbone_path,
+    directory_size,
+    load_tokenizer,
+    training_steps,
+)
 from hybrid_ir.runs import Run, canonicalize
 
 logger = logging.getLogger(__name__)
@@ -46,7 +61,10 @@ class DPRSettings:
     query_max_length: int = 64
     passage_max_length: int = 512
     warmup_steps: int = 0
+    schedule: Literal["linear", "constant"] = "linear"
     device: str = "cpu"
+    snapshot_dirs: Mapping[int, str] = field(default_factory=dict)
+    """Epoch -> the directory its snapshot is saved to."""
 
 
 def _cls(model, tokenizer, texts: Sequence[str], max_length: int, device: str):
@@ -66,14 +84,39 @@ def contrastive_loss(queries, positives, negatives):
     return F.cross_entropy(scores, torch.arange(len(queries), device=scores.device))
 
 
+def _schedule(optimizer, settings: DPRSettings):
+    from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
+
+    if settings.schedule == "constant":
+        return get_constant_schedule_with_warmup(optimizer, settings.warmup_steps)
+    return get_linear_schedule_with_warmup(optimizer, settings.warmup_steps, settings.steps)
+
+
+def snapshot_steps(settings: DPRSettings, triplets: int) -> dict[int, int]:
+    """The step after which each snapshot is taken: where training for its epochs would end."""
+    steps = {
+        epoch: training_steps({"epochs": epoch, "batch_size": settings.batch_size}, triplets)
+        for epoch in settings.snapshot_dirs
+    }
+    late = [epoch for epoch, step in steps.items() if step >= settings.steps]
+    if late:
+        raise ConfigError(
+            f"config: math_models.dpr.snapshots: epoch {late[0]} does not end before training "
+            f"does ({settings.steps} steps)"
+        )
+    return steps
+
+
 def train_dpr(backbone: str, triplets: Sequence[dict], output: Path, settings: DPRSettings) -> dict:
-    """Fine-tune ``backbone`` as a DPR encoder; save encoder and tokenizer to ``output``."""
+    """Fine-tune ``backbone`` as a DPR encoder; save encoder and tokenizer to ``output``, and
+    the snapshots of ``settings.snapshot_dirs`` after their epochs."""
     import torch
     from tqdm import tqdm
-    from transformers import AutoModel, get_linear_schedule_with_warmup
+    from transformers import AutoModel
 
     from hybrid_ir.neural.models import seed_everything
 
+    snapshots = {step: epoch for epoch, step in snapshot_steps(settings, len(triplets)).items()}
     seed_everything(settings.seed)
     path = backbone_path(backbone)
     tokenizer = load_tokenizer(path)
@@ -81,8 +124,8 @@ def train_dpr(backbone: str, triplets: Sequence[dict], output: Path, settings: D
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
     )
-    schedule = get_linear_schedule_with_warmup(optimizer, settings.warmup_steps, settings.steps)
-    losses = []
+    schedule = _schedule(optimizer, settings)
+    losses: list[float] = []
     began = time.perf_counter()
     for step in tqdm(range(settings.steps), desc="DPR", mininterval=5):
         start = step * settings.batch_size
@@ -106,23 +149,44 @@ def train_dpr(backbone: str, triplets: Sequence[dict], output: Path, settings: D
         losses.append(round(loss.item(), 6))
         if (step + 1) % 10 == 0:
             logger.info("step %d: loss %.4f", step + 1, np.mean(losses[-10:]))
-    seconds = time.perf_counter() - began
-    facts = {
+        if step + 1 in snapshots:
+            epoch = snapshots[step + 1]
+            facts = _facts(backbone, triplets, settings, losses, time.perf_counter() - began)
+            _save(model, tokenizer, Path(settings.snapshot_dirs[epoch]), facts)
+            logger.info("epoch %d: snapshot saved to %s", epoch, settings.snapshot_dirs[epoch])
+    facts = _facts(backbone, triplets, settings, losses, time.perf_counter() - began)
+    _save(model, tokenizer, output, facts)
+    return facts
+
+
+def _facts(
+    backbone: str,
+    triplets: Sequence[dict],
+    settings: DPRSettings,
+    losses: list[float],
+    seconds: float,
+) -> dict:
+    """What a model's ``dpr.json`` says: its training so far (a snapshot's steps are its own)."""
+    steps = len(losses)
+    return {
         "backbone": backbone,
         "triplets": len(triplets),
-        "epochs": round(settings.steps * settings.batch_size / len(triplets), 3),
+        "epochs": round(steps * settings.batch_size / len(triplets), 3),
         "seconds": round(seconds, 1),
-        "steps_per_second": round(settings.steps / seconds, 3),
+        "steps_per_second": round(steps / seconds, 3),
         "first_loss": losses[0],
         "final_loss": float(np.mean(losses[-10:])),
         "losses": losses,
-        "settings": asdict(settings),
+        "settings": {k: v for k, v in asdict(settings).items() if k != "snapshot_dirs"}
+        | {"steps": steps},
     }
+
+
+def _save(model, tokenizer, output: Path, facts: dict) -> None:
     with atomic_directory(output) as staging:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         (staging / "dpr.json").write_text(json.dumps(facts, indent=1) + "\n")
-    return facts
 
 
 def index_dpr(
@@ -131,12 +195,14 @@ def index_dpr(
     index_dir: Path,
     max_length: int,
     batch_size: int = 32,
+    pooling: Pooling = "cls",
 ) -> dict:
-    """Encode ``documents`` (doc id -> text) with [CLS] and store a flat inner-product index."""
+    """Encode ``documents`` (doc id -> text) with [CLS] (or, for pya0's released models, BERT's
+    pooler over it) and store a flat inner-product index."""
     import faiss
 
     began = time.perf_counter()
-    encoder = Encoder(model, pooling="cls", max_length=max_length, batch_size=batch_size)
+    encoder = Encoder(model, pooling=pooling, max_length=max_length, batch_size=batch_size)
     ids = list(documents)
     vectors = encoder.encode([documents[i] for i in ids], progress=True)
     index = faiss.IndexFlatIP(vectors.shape[1])
@@ -156,14 +222,20 @@ def index_dpr(
 
 
 def search_dpr(
-    model: Path, index_dir: Path, queries: Mapping[str, str], k: int, max_length: int
+    model: Path,
+    index_dir: Path,
+    queries: Mapping[str, str],
+    k: int,
+    max_length: int,
+    pooling: Pooling = "cls",
 ) -> Run:
-    """Top-``k`` passages per query by dot product with the query's [CLS] vector."""
+    """Top-``k`` passages per query by dot product with the query's vector (pooled as the
+    index's passages)."""
     import faiss
 
     index = faiss.read_index(str(index_dir / INDEX_FILE))
     ids = json.loads((index_dir / DOCIDS_FILE).read_text())
-    encoder = Encoder(model, pooling="cls", max_length=max_length)
+    encoder = Encoder(model, pooling=pooling, max_length=max_length)
     topic_ids = list(queries)
     vectors = encoder.encode([queries[t] for t in topic_ids])
     scores, rows = index.search(vectors, min(k, len(ids)))
@@ -186,6 +258,7 @@ def rerank_dpr(
     passage_max_length: int,
     batch_size: int = 32,
     device: str = "cpu",
+    pooling: Pooling = "cls",
 ) -> Run:
     """Score each topic's candidate documents (``topic -> doc ids``) as :func:`search_dpr`
     ranks an index built by :func:`index_dpr`: the dot product of [CLS] vectors, passages cut
@@ -197,12 +270,12 @@ def rerank_dpr(
     if not unique:
         return {topic: {} for topic in candidates}
     passages = Encoder(
-        model, pooling="cls", max_length=passage_max_length, batch_size=batch_size, device=device
+        model, pooling=pooling, max_length=passage_max_length, batch_size=batch_size, device=device
     )
     encoded = passages.encode([documents[doc] for doc in unique], progress=True)
     rows = {doc: row for row, doc in enumerate(unique)}
     topic_ids = sorted(candidates)  # encoded in id order, so topic order changes no number
-    query_encoder = Encoder(model, pooling="cls", max_length=query_max_length, device=device)
+    query_encoder = Encoder(model, pooling=pooling, max_length=query_max_length, device=device)
     vectors = query_encoder.encode([queries[topic] for topic in topic_ids])
     query_vectors = dict(zip(topic_ids, vectors, strict=True))
     run: Run = {}

@@ -4,10 +4,20 @@ without an index (paper 000, §3.4), from the encoder's configuration entry.
 
 The rules and scripts only name an encoder (``dpr``, ``colbert``); adding one is an entry here
 and its settings in the configuration. Heavy libraries are imported when an entry is used.
+
+The model is a directory this workflow trained, or a released checkpoint (``math_models.
+released``): a local directory in the same format, or a hub id passed on as a relative path
+(``Path("owner/name")``), which the loaders hand to transformers or colbert as the id it is.
+Two settings of a released entry adapt approach0's released models (pya0) to what they were
+trained with: ``pooling: pooler`` (pya0's DPR embeds with BERT's pooler over [CLS], ours with
+[CLS] itself) and ``math_tokens: dollar`` (pya0 writes a math token ``$sym$``, our
+pre-tokenization ``<sym>``). The workflow's own models use neither, so the settings they were
+fine-tuned with lack both keys.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -21,6 +31,17 @@ from hybrid_ir.runs import Run
 Settings = Mapping[str, Any]
 Candidates = Mapping[str, Sequence[str]]
 """A re-ranker's input: topic -> the doc ids it re-scores."""
+
+ANGLE_TOKEN = re.compile(r"(?<!\S)<([^\s<>]+)>(?!\S)")
+"""A math token as pre-tokenization writes it: ``<sym>`` between spaces."""
+
+
+def model_texts(texts: Mapping[str, str], entry: Settings) -> Mapping[str, str]:
+    """Texts with their math tokens in the form the model's vocabulary holds: ``<sym>`` as
+    pre-tokenized, or pya0's ``$sym$`` for an entry with ``math_tokens: dollar``."""
+    if entry.get("math_tokens", "angle") == "angle":
+        return texts
+    return {key: ANGLE_TOKEN.sub(r"$\1$", text) for key, text in texts.items()}
 
 
 @dataclass(frozen=True)
@@ -59,10 +80,11 @@ def _index_dpr(
 
     return index_dpr(
         model,
-        documents,
+        model_texts(documents, entry),
         index,
         max_length=entry["passage_max_length"],
         batch_size=entry["encode_batch_size"],
+        pooling=entry.get("pooling", "cls"),
     )
 
 
@@ -71,7 +93,14 @@ def _search_dpr(
 ) -> Run:
     from hybrid_ir.neural.dpr import search_dpr
 
-    return search_dpr(model, index, queries, depth, entry["query_max_length"])
+    return search_dpr(
+        model,
+        index,
+        model_texts(queries, entry),
+        depth,
+        entry["query_max_length"],
+        pooling=entry.get("pooling", "cls"),
+    )
 
 
 def _rerank_dpr(
@@ -87,12 +116,13 @@ def _rerank_dpr(
     return rerank_dpr(
         model,
         candidates,
-        documents,
-        queries,
+        model_texts(documents, entry),
+        model_texts(queries, entry),
         query_max_length=entry["query_max_length"],
         passage_max_length=entry["passage_max_length"],
         batch_size=entry["encode_batch_size"],
         device=job.device,
+        pooling=entry.get("pooling", "cls"),
     )
 
 
@@ -122,7 +152,7 @@ def _index_colbert(
 
     return index_colbert(
         model,
-        documents,
+        model_texts(documents, entry),
         index,
         nbits=entry["nbits"],
         doc_maxlen=entry["doc_maxlen"],
@@ -136,7 +166,9 @@ def _search_colbert(
 ) -> Run:
     from hybrid_ir.neural.colbert import search_colbert
 
-    return search_colbert(model, index, queries, k=depth, extensions_dir=job.extensions_dir)
+    return search_colbert(
+        model, index, model_texts(queries, entry), k=depth, extensions_dir=job.extensions_dir
+    )
 
 
 def _rerank_colbert(
@@ -152,8 +184,8 @@ def _rerank_colbert(
     return rerank_colbert(
         model,
         candidates,
-        documents,
-        queries,
+        model_texts(documents, entry),
+        model_texts(queries, entry),
         query_maxlen=entry["query_maxlen"],
         doc_maxlen=entry["doc_maxlen"],
         extensions_dir=job.extensions_dir,

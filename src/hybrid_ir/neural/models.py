@@ -12,18 +12,19 @@ from __future__ import annotations
 import logging
 import os
 import random
-from collections.abc import Iterator, Mapping, Sequence
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from hybrid_ir.errors import ConfigError
+from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.neural.dense import resolve_model
 
 logger = logging.getLogger(__name__)
 
-Pooling = Literal["cls", "mean"]
+Pooling = Literal["cls", "mean", "pooler"]
 
 
 def seed_everything(seed: int) -> None:
@@ -46,6 +47,24 @@ def set_threads(threads: int | None) -> None:
 def backbone_path(name: str) -> str:
     """A loadable path or hub id for a configured backbone name."""
     return resolve_model(name)
+
+
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+"""A Hugging Face hub id: ``owner/name`` or a bare legacy name (``bert-base-uncased``)."""
+
+
+def local_checkpoint(name: str) -> Path | None:
+    """The local path a configured checkpoint names, or ``None`` for a hub id.
+
+    As transformers decides, an existing path is local and anything else is asked of the hub;
+    a name that cannot be a hub id (starting with ``/``, ``.`` or ``~``, or with more than one
+    ``/``) is a local path too, so that a mistyped directory is reported as missing instead of
+    being looked up on the hub. The path may not exist: the caller reports that.
+    """
+    path = Path(name).expanduser()
+    if path.exists() or not HUB_ID.fullmatch(name):
+        return path
+    return None
 
 
 def load_tokenizer(path: str | Path):
@@ -95,7 +114,8 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[l
 
 
 def pool(hidden, attention_mask, pooling: Pooling):
-    """[CLS] vector or the mean of the non-padding token vectors."""
+    """[CLS] vector or the mean of the non-padding token vectors (``pooler``, BERT's pooling
+    layer over [CLS], is the model's own output: :class:`Encoder` takes it there)."""
     if pooling == "cls":
         return hidden[:, 0]
     if pooling == "mean":
@@ -105,12 +125,14 @@ def pool(hidden, attention_mask, pooling: Pooling):
 
 
 class Encoder:
-    """A Hugging Face encoder that embeds texts with [CLS] or mean pooling, in float32.
+    """A Hugging Face encoder that embeds texts with [CLS] or mean pooling, in float32, or with
+    the ``pooler`` output (BERT's dense + tanh layer over [CLS]), which pya0's DPR models use.
 
-    ``truncation="head"`` keeps the first ``max_length - 2`` word pieces (paper 001 keeps the
-    head of a long post, 510 pieces plus [CLS] and [SEP]). Texts are batched by length; each
-    text's vector does not depend on its batch companions beyond float rounding, because
-    padding is masked.
+    Truncation keeps the first ``max_length - 2`` word pieces when the tokenizer truncates on
+    the right, transformers' default (paper 001 keeps the head of a long post, 510 pieces plus
+    [CLS] and [SEP]; :mod:`hybrid_ir.neural.rerank` forces that side). Texts are batched by
+    length; each text's vector does not depend on its batch companions beyond float rounding,
+    because padding is masked.
     """
 
     def __init__(
@@ -126,7 +148,9 @@ class Encoder:
 
         path = backbone_path(str(model))
         self.tokenizer = load_tokenizer(path)
-        self.model = AutoModel.from_pretrained(path).to(device).eval()
+        loaded, loading = AutoModel.from_pretrained(path, output_loading_info=True)
+        _check_loaded(model, loading["missing_keys"], pooling)
+        self.model = loaded.to(device).eval()
         self.pooling = pooling
         self.max_length = max_length
         self.batch_size = batch_size
@@ -156,12 +180,32 @@ class Encoder:
             for batch in tqdm(batches, desc="encoding", disable=not progress, mininterval=5):
                 features = [{key: encoded[key][i] for key in encoded} for i in batch]
                 inputs = self.tokenizer.pad(features, return_tensors="pt").to(self.device)
-                hidden = self.model(**inputs).last_hidden_state
-                vectors = pool(hidden, inputs["attention_mask"], self.pooling)
+                outputs = self.model(**inputs)
+                if self.pooling == "pooler":
+                    vectors = outputs.pooler_output
+                else:
+                    vectors = pool(
+                        outputs.last_hidden_state, inputs["attention_mask"], self.pooling
+                    )
                 if self.normalize:
                     vectors = torch.nn.functional.normalize(vectors, dim=-1)
                 embeddings[batch] = vectors.float().cpu().numpy()
         return embeddings
+
+
+def _check_loaded(model: str | Path, missing: Iterable[str], pooling: Pooling) -> None:
+    """A checkpoint whose weights AutoModel cannot place loads as a randomly initialised model
+    with a printed report only (pya0's EMNLP 2022 DPR keeps its BERT under ``m_bert.``, not
+    ``bert.``); that is an error here. Only the pooler may be absent (a masked-LM checkpoint has
+    none), unless the vectors are its output."""
+    needed = sorted(key for key in missing if pooling == "pooler" or not key.startswith("pooler."))
+    if needed:
+        raise InputFormatError(
+            model,
+            None,
+            f"{len(needed)} weights of the encoder are not in the checkpoint (e.g. "
+            f"{needed[0]!r}): not a model directory AutoModel loads as this encoder",
+        )
 
 
 def directory_size(path: str | Path) -> int:

@@ -8,8 +8,10 @@ sentence prediction). A seeded slice of the documents is held out and scored eve
 20%, which is what pya0's trainer does in effect (its random-piece branch, ``r <= 0.1`` after
 ``r <= 0.8``, can never fire).
 
-Model: ``BertForPreTraining`` loaded from the backbone. all-MiniLM-L6-v2 ships the encoder
-only, so the MLM head (transform + LayerNorm + bias; its decoder is tied to the input
+Model: ``AutoModelForPreTraining`` of the backbone: ``BertForPreTraining`` for BERT-style
+backbones (MLM + NSP), ``RobertaForMaskedLM`` for RoBERTa (MLM only: RoBERTa dropped NSP, so
+``nsp`` must be off, as PSU pretrained theirs for paper 001). all-MiniLM-L6-v2 ships the
+encoder only, so the MLM head (transform + LayerNorm + bias; its decoder is tied to the input
 embeddings) and the NSP classifier are newly initialised: the facts list every new weight.
 The math tokens are added and the embeddings resized before training.
 
@@ -204,13 +206,18 @@ def _losses(model, inputs, labels, next_labels, nsp: bool):
     which saves most of the head's cost (85% of positions carry no label)."""
     import torch.nn.functional as F
 
-    encoded = model.bert(**inputs)
+    encoded = model.base_model(**inputs)
     chosen = labels != IGNORE
-    logits = model.cls.predictions(encoded.last_hidden_state[chosen])
+    logits = _mlm_head(model)(encoded.last_hidden_state[chosen])
     mlm = F.cross_entropy(logits, labels[chosen]) if chosen.any() else logits.sum() * 0.0
     if not nsp:
         return mlm, mlm.new_zeros(())
     return mlm, F.cross_entropy(model.cls.seq_relationship(encoded.pooler_output), next_labels)
+
+
+def _mlm_head(model):
+    """The vocabulary head: BERT keeps it in ``cls.predictions``, RoBERTa in ``lm_head``."""
+    return model.cls.predictions if hasattr(model, "cls") else model.lm_head
 
 
 def _heldout_loss(model, batches: _Batches, size: int, settings) -> tuple[float, float]:
@@ -288,19 +295,25 @@ def _load_checkpoint_state(file: Path) -> dict:
     return state
 
 
-def _load_model(backbone: str, tokenizer, device: str):
-    from transformers import BertForPreTraining
+def _load_model(backbone: str, tokenizer, settings: PretrainSettings):
+    from transformers import AutoModelForPreTraining, PreTrainedModel
 
     # With output_loading_info=True, from_pretrained returns (model, loading info); its
     # annotation only covers the plain model.
     model, info = cast(
-        tuple[BertForPreTraining, dict[str, list[str]]],
-        BertForPreTraining.from_pretrained(backbone, output_loading_info=True),
+        tuple[PreTrainedModel, dict[str, list[str]]],
+        AutoModelForPreTraining.from_pretrained(backbone, output_loading_info=True),
     )
+    if settings.nsp and not hasattr(getattr(model, "cls", None), "seq_relationship"):
+        raise ConfigError(
+            f"pretraining: nsp: {backbone} loads as {type(model).__name__}, which has no "
+            "next-sentence head; set nsp: false for this backbone (RoBERTa is pretrained with "
+            "MLM only)"
+        )
     added = resize_embeddings(model, tokenizer)
     # transformers wraps PreTrainedModel.to with functools.wraps(torch.nn.Module.to), so its
     # annotated signature wrongly expects the unbound ``self`` as the first argument.
-    moved = model.to(device)  # type: ignore[arg-type]
+    moved = model.to(settings.device)  # type: ignore[arg-type]
     return moved, sorted(info["missing_keys"]), added
 
 
@@ -343,7 +356,7 @@ def pretrain(
         settings = replace(settings, steps=total_steps, epochs=None)
     tokenizer = load_tokenizer(path)
     added_tokens = add_math_tokens(tokenizer, math_tokens)
-    model, new_weights, added_rows = _load_model(path, tokenizer, settings.device)
+    model, new_weights, added_rows = _load_model(path, tokenizer, settings)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
     )

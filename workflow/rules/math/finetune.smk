@@ -50,5 +50,23 @@ rule finetune:
         settings=lambda w: MATH[w.encoder],
         device=MATH["device"],
         extensions=".cache/torch_extensions",
+        snapshots=snapshot_dirs,
     script:
         "../../scripts/finetune.py"
+
+
+# The same job, with the snapshots among its outputs, where DPR keeps some.
+if DPR_SNAPSHOTS:
+
+    use rule finetune as finetune_snapshots with:
+        output:
+            model=directory(paths.model("{encoder}", "{backbone}")),
+            facts=f"{paths.model('{encoder}', '{backbone}')}.json",
+            snapshots=[
+                directory(paths.model(snapshot_model(e, "{encoder}"), "{backbone}"))
+                for e in DPR_SNAPSHOTS
+            ],
+        wildcard_constraints:
+            encoder="dpr",
+
+    ruleorder: finetune_snapshots > finetune

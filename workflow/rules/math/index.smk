@@ -1,20 +1,31 @@
+from hybrid_ir.neural.released import MathModels
+
+# The model each DPR / ColBERT run and re-ranker loads: fine-tuned here (<encoder>-<backbone>)
+# or a released checkpoint (math_models.released), indexed and searched alike.
+MODELS = MathModels(MATH)
+
+
 rule encoder_index:
     input:
-        model=paths.model("{encoder}", "{backbone}"),
+        unpack(lambda w: MODELS.encoder_input(w.system)),
         corpus=lambda w: paths.pretok(w.collection, "corpus"),
     output:
-        index=directory(paths.index("{collection}", "{encoder}-{backbone}")),
-        stats=paths.index_stats("{collection}", "{encoder}-{backbone}"),
+        index=directory(paths.index("{collection}", "{system}")),
+        stats=paths.index_stats("{collection}", "{system}"),
     log:
-        paths.log("index", "{collection}/{encoder}-{backbone}"),
+        paths.log("index", "{collection}/{system}"),
     benchmark:
-        paths.benchmark("index", "{collection}/{encoder}-{backbone}")
+        paths.benchmark("index", "{collection}/{system}")
+    wildcard_constraints:
+        system=alternatives(MODELS.encoder_runs),
     conda:
         MATH_CONDA_ENV
     threads: MATH["threads"]
     params:
         code=code_version("encoder_index"),
-        settings=lambda w: MATH[w.encoder],
+        model=lambda w: MODELS.encoder_model(w.system),
+        encoder=lambda w: MODELS.encoder_runs[w.system]["kind"],
+        settings=lambda w: MODELS.encoder_settings(w.system),
         doc_fields=MATH["doc_fields"],
         extensions=".cache/torch_extensions",
     script:

@@ -37,7 +37,7 @@ rule pretrain:
         code=code_version("pretrain"),
         model=lambda w: MATH["backbones"][w.backbone]["model"],
         fields=list(MATH["pretraining"]["corpus"].values()),
-        settings=lambda w: pretraining_settings(w.backbone),
+        settings=lambda w: pretraining_settings(MATH, w.backbone),
         device=MATH["device"],
         # Checkpoints live outside the declared output, which Snakemake deletes when a job
         # fails: a killed run resumes from them.

@@ -7,21 +7,25 @@ ENCODER_RERANKERS = [
 
 rule encoder_search:
     input:
-        model=paths.model("{encoder}", "{backbone}"),
-        index=paths.index("{collection}", "{encoder}-{backbone}"),
+        unpack(lambda w: MODELS.encoder_input(w.system)),
+        index=paths.index("{collection}", "{system}"),
         topics=lambda w: paths.pretok(w.collection, f"topics/{w.topics}"),
     output:
-        run=paths.run("{collection}", "{topics}", "{encoder}-{backbone}"),
+        run=paths.run("{collection}", "{topics}", "{system}"),
     log:
-        paths.log("runs", "{collection}/{topics}/{encoder}-{backbone}"),
+        paths.log("runs", "{collection}/{topics}/{system}"),
     benchmark:
-        paths.benchmark("runs", "{collection}/{topics}/{encoder}-{backbone}")
+        paths.benchmark("runs", "{collection}/{topics}/{system}")
+    wildcard_constraints:
+        system=alternatives(MODELS.encoder_runs),
     conda:
         MATH_CONDA_ENV
     threads: MATH["threads"]
     params:
         code=code_version("encoder_search"),
-        settings=lambda w: MATH[w.encoder],
+        model=lambda w: MODELS.encoder_model(w.system),
+        encoder=lambda w: MODELS.encoder_runs[w.system]["kind"],
+        settings=lambda w: MODELS.encoder_settings(w.system),
         query_fields=MATH["query_fields"],
         depth=RUN_DEPTH,
         extensions=".cache/torch_extensions",
@@ -31,7 +35,7 @@ rule encoder_search:
 
 rule mlm_rerank:
     input:
-        model=lambda w: paths.model("pretrained", MATH_RUNS[w.system]["backbone"]),
+        unpack(lambda w: MODELS.mlm_input(w.system)),
         base=lambda w: run_path(w.collection, w.topics, MATH_RUNS[w.system]["base"]),
         corpus=lambda w: paths.pretok(w.collection, "corpus"),
         topics=lambda w: paths.pretok(w.collection, f"topics/{w.topics}"),
@@ -49,17 +53,16 @@ rule mlm_rerank:
     params:
         code=code_version("mlm_rerank"),
         reranker=lambda w: MATH_RUNS[w.system],
-        doc_fields=MATH["doc_fields"],
-        query_fields=MATH["query_fields"],
+        # The further-pretrained directory, or the configured checkpoint (hub id or path).
+        model=lambda w: MODELS.mlm_model(w.system),
+        device=MATH["device"],
     script:
         "../../scripts/mlm_rerank.py"
 
 
 rule encoder_rerank:
     input:
-        model=lambda w: paths.model(
-            MATH_RUNS[w.system]["encoder"], MATH_RUNS[w.system]["backbone"]
-        ),
+        unpack(lambda w: MODELS.encoder_input(MODELS.reranking_encoder(w.system))),
         base=lambda w: run_path(w.collection, w.topics, MATH_RUNS[w.system]["base"]),
         corpus=lambda w: paths.pretok(w.collection, "corpus"),
         topics=lambda w: paths.pretok(w.collection, f"topics/{w.topics}"),
@@ -77,7 +80,8 @@ rule encoder_rerank:
     params:
         code=code_version("encoder_rerank"),
         reranker=lambda w: MATH_RUNS[w.system],
-        settings=lambda w: MATH[MATH_RUNS[w.system]["encoder"]],
+        model=lambda w: MODELS.encoder_model(MODELS.reranking_encoder(w.system)),
+        settings=lambda w: MODELS.encoder_settings(MODELS.reranking_encoder(w.system)),
         doc_fields=MATH["doc_fields"],
         query_fields=MATH["query_fields"],
         extensions=".cache/torch_extensions",
