@@ -274,3 +274,20 @@ def test_the_paper_configuration_builds_every_table_and_figure(stand_in_mirror, 
     # Table 1's rows (1)-(4) (DPR after one epoch) and its NTCIR-12 columns.
     for run in ("arqmath/arqmath2/dpr-epoch1-bert-math-7ep", "ntcir12/concrete/dpr-epoch1-bert"):
         assert f"results/runs/{run}.trec" in outputs, run
+
+
+def test_a_local_dense_model_directory_is_an_input_of_its_retriever(tmp_path):
+    model = tmp_path / "my-specter2"
+    model.mkdir()
+    overlay = tmp_path / "local.yaml"
+    overlay.write_text(yaml.safe_dump({"retrievers": {"cf": {"dense-minilm": {"params": {
+        "model": str(model), "document_adapter": "allenai/specter2"}}}}}))  # fmt: skip
+    command = [
+        str(SNAKEMAKE), "--dry-run", "--forcerun", "retrieve", "--nolock", "--cores", "1",
+        "--configfile", str(overlay), "--", "results/runs/cf/all/dense-minilm.trec",
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
+    job = done.stdout[done.stdout.index("rule retrieve:") :]
+    inputs = next(line for line in job.splitlines() if line.strip().startswith("input:"))
+    assert str(model) in inputs and "specter2" not in inputs.replace(str(model), "")

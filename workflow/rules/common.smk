@@ -21,6 +21,7 @@ from hybrid_ir.config import (
     validate_config,
 )
 from hybrid_ir.neural.encoders import ENCODERS
+from hybrid_ir.neural.models import local_checkpoint
 from hybrid_ir.tables import row_sources, source_key, table_groups
 from hybrid_ir.errors import HybridIRError
 from hybrid_ir.fetch import load_manifest, mirror_root
@@ -159,6 +160,10 @@ def run_path(collection, topics, system):
     return paths.run(collection, topics, system)
 
 
+# Dense retriever params that name a model or adapter: a hub id, or a local directory.
+DENSE_MODEL_KEYS = ("model", "query_adapter", "document_adapter")
+
+
 def retriever_inputs(wildcards):
     """Corpus and topics of a retriever's run, its base run, the index an askme retriever reads
     its candidates from, and its tuning split if any."""
@@ -172,6 +177,15 @@ def retriever_inputs(wildcards):
         inputs["base"] = run_path(collection, topics, retriever["base"])
     if retriever["model"] == "askme":
         inputs["index"] = paths.index(collection, retriever["index"])
+    if retriever["model"] == "dense":
+        # A local model or adapter directory is an input, so replacing it re-runs the job.
+        named = {
+            k: v for k, v in retriever["params"].items() if v and k in DENSE_MODEL_KEYS
+        }
+        for key, name in named.items():
+            local = local_checkpoint(name)
+            if local is not None:
+                inputs[key] = str(local)
     if "tune" in retriever:
         inputs["tune_topics"] = paths.topics(collection, retriever["tune"]["topics"])
         inputs["tune_qrels"] = paths.qrels(collection, retriever["tune"]["qrels"])
