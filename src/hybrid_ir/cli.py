@@ -25,7 +25,8 @@ def _manifest_from_sources(args: argparse.Namespace) -> None:
 def _manifest_add(args: argparse.Namespace) -> None:
     from hybrid_ir.fetch import add_to_manifest, entry_for_file, mirror_root
 
-    mirror = mirror_root(args.mirror)
+    # An explicit --mirror wins over $HYBRID_IR_MIRROR, which only replaces the config's.
+    mirror = Path(args.mirror) if args.mirror else mirror_root(None)
     if mirror is None:
         raise HybridIRError("no mirror: pass --mirror or set $HYBRID_IR_MIRROR")
     entries = [entry_for_file(file, mirror, args.url or "") for file in args.files]
@@ -54,7 +55,8 @@ def _fetch(args: argparse.Namespace) -> None:
         if path not in manifest:
             raise HybridIRError(f"{path} is not in the manifest {args.manifest}")
         destination = Path(args.output_dir) / path if args.output_dir else Path(paths.raw(path))
-        source = fetch(manifest[path], mirror_root(args.mirror), destination)
+        mirror = Path(args.mirror) if args.mirror else mirror_root(None)
+        source = fetch(manifest[path], mirror, destination)
         print(f"{path}: verified, from {source}")
 
 
