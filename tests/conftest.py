@@ -60,3 +60,14 @@ def make_tiny_bert(path: Path, seed: int = 0) -> Path:
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> Path:
     return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert") / "model")
+
+
+@pytest.fixture(scope="session")
+def extensions_dir(request, tmp_path_factory) -> Path:
+    """colbert JIT-compiles four C++ kernels, about 30 s each on two cores (2 minutes in all).
+    pytest's cache directory keeps them across sessions, so only a first session pays; without
+    the cache plugin they go to a session temporary directory, compiled once per session."""
+    cache = getattr(request.config, "cache", None)
+    if cache is None:
+        return tmp_path_factory.mktemp("torch_extensions")
+    return cache.mkdir("colbert_torch_extensions")

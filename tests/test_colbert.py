@@ -70,17 +70,6 @@ def _text(rng: random.Random, words: int) -> str:
 
 
 @pytest.fixture(scope="session")
-def extensions_dir(request, tmp_path_factory) -> Path:
-    """colbert JIT-compiles four C++ kernels, about 30 s each on two cores (2 minutes in all).
-    pytest's cache directory keeps them across sessions, so only a first session pays; without
-    the cache plugin they go to a session temporary directory, compiled once per session."""
-    cache = getattr(request.config, "cache", None)
-    if cache is None:
-        return tmp_path_factory.mktemp("torch_extensions")
-    return cache.mkdir("colbert_torch_extensions")
-
-
-@pytest.fixture(scope="session")
 def backbone(tmp_path_factory) -> Path:
     return _tiny_bert(tmp_path_factory.mktemp("bert"))
 

@@ -77,15 +77,6 @@ def triplets(tmp_path_factory, documents) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def extensions_dir(request, tmp_path_factory) -> Path:
-    """colbert's compiled kernels, in the cache directory test_colbert.py builds them in."""
-    cache = getattr(request.config, "cache", None)
-    if cache is None:
-        return tmp_path_factory.mktemp("torch_extensions")
-    return cache.mkdir("colbert_torch_extensions")
-
-
 def _trained(kind, entry, backbone, triplets, documents, root, job):
     """Train, index and search every document for each query; return model path and run."""
     model, index = root / kind, root / f"{kind}-index"

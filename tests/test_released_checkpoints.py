@@ -75,15 +75,6 @@ def triplets(tmp_path_factory, documents) -> Path:
 
 
 @pytest.fixture(scope="module")
-def extensions_dir(request, tmp_path_factory) -> Path:
-    """colbert's compiled kernels, in the cache directory test_colbert.py builds them in."""
-    cache = getattr(request.config, "cache", None)
-    if cache is None:
-        return tmp_path_factory.mktemp("torch_extensions")
-    return cache.mkdir("colbert_torch_extensions")
-
-
-@pytest.fixture(scope="module")
 def fine_tuned(tmp_path_factory, triplets, extensions_dir) -> dict[str, Path]:
     """Each encoder fine-tuned here, written where the workflow writes it."""
     root = tmp_path_factory.mktemp("results") / "models"
