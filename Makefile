@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: setup reproduce test lint docs benchmark clean
+.PHONY: setup reproduce test test-slurm lint docs benchmark clean
 
 setup: $(VENV)/.installed
 
@@ -31,6 +31,12 @@ lint: setup
 test: lint
 	$(BIN)/python -m pytest -q
 
+# The toy workflow on a one-node SLURM cluster started here (as root: it apt-installs slurm-wlm
+# and munge when missing) and stopped again whatever the tests did.
+test-slurm: setup
+	tests/slurm/start.sh
+	$(BIN)/python -m pytest -q -m slurm tests/slurm; status=$$?; tests/slurm/stop.sh; exit $$status
+
 benchmark: setup
 	$(BIN)/python benchmarks/noop_rerun.py
 	$(BIN)/python benchmarks/crossval_vs_pya0.py
@@ -38,6 +44,7 @@ benchmark: setup
 	$(BIN)/python benchmarks/math_models.py
 	$(BIN)/python benchmarks/structure.py
 	$(BIN)/python benchmarks/askme_scale.py --documents 100000 1000000
+	$(BIN)/python benchmarks/scale.py
 
 # The rule graph of docs/architecture.md (needs Graphviz: Debian's graphviz package).
 docs: setup

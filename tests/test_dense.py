@@ -16,7 +16,7 @@ from hybrid_ir.neural.dense import (
     dense_search,
     document_text,
     encode_corpus,
-    load_embeddings,
+    read_embeddings,
     resolve_model,
     topic_texts,
 )
@@ -122,21 +122,32 @@ def test_encode_corpus_caches_embeddings_and_text_queries_find_them(tmp_path, en
         for i, sentence in enumerate(SENTENCES, start=1)
     ]
     write_records(corpus, records)
-    assert encode_corpus(corpus, tmp_path / "a.npz", encoder) == 3
-    encode_corpus(corpus, tmp_path / "b.npz", encoder)
-    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
-    ids, matrix = load_embeddings(tmp_path / "a.npz")
-    assert ids == ["1", "2", "3"] and matrix.dtype == np.float32 and matrix.shape == (3, 384)
+    facts = encode_corpus(corpus, tmp_path / "a", encoder, shard_size=2)
+    assert facts["documents"] == 3 and facts["shards"] == 2
+    encode_corpus(corpus, tmp_path / "b", encoder, shard_size=2)
+    for name in ("shard-00000.npy", "shard-00001.npy", "shard-00001.ids.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    shards = list(read_embeddings(tmp_path / "a"))
+    assert [ids for ids, _ in shards] == [["1", "2"], ["3"]]
+    matrix = np.concatenate([vectors for _, vectors in shards])
+    assert matrix.dtype == np.float32 and matrix.shape == (3, 384)
+    assert np.array_equal(matrix, encoder.encode([document_text(r) for r in records]))
     queries = topic_texts([{"id": "5", "title": "", "text": "How is CF diagnosed?"}], ["text"])
-    run = dense_search(ids, matrix, queries, k=10, encoder=encoder)
+    run = dense_search(["1", "2", "3"], matrix, queries, k=10, encoder=encoder)
     assert list(run["5"])[-1] == "3" and set(run["5"]) == {"1", "2", "3"}
 
 
-def test_load_embeddings_names_a_bad_file(tmp_path):
-    bad = tmp_path / "bad.npz"
-    bad.write_text("not a zip")
-    with pytest.raises(InputFormatError, match="bad.npz"):
-        load_embeddings(bad)
+def test_read_embeddings_names_a_bad_shard(tmp_path, encoder):
+    corpus = tmp_path / "corpus.jsonl"
+    write_records(corpus, [{"id": "1", "title": "", "text": SENTENCES[0]}])
+    encode_corpus(corpus, tmp_path / "e", encoder)
+    shard = tmp_path / "e" / "shard-00000.npy"
+    shard.write_bytes(shard.read_bytes()[:-8])
+    with pytest.raises(InputFormatError, match="shard-00000.npy.*truncated or replaced"):
+        list(read_embeddings(tmp_path / "e"))
+    (tmp_path / "e" / "manifest.json").unlink()
+    with pytest.raises(InputFormatError, match="no manifest.json"):
+        list(read_embeddings(tmp_path / "e"))
 
 
 def test_orthogonal_vectors_score_positive_zero():

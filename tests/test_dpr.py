@@ -40,7 +40,7 @@ def test_training_index_and_search_are_deterministic(tiny_bert, tmp_path):
     facts = _train(tiny_bert, tmp_path / "dpr")
     assert facts["epochs"] == 4.0 and len(facts["losses"]) == 4
     assert json.loads((tmp_path / "dpr" / "dpr.json").read_text())["steps_per_second"] > 0
-    stats = index_dpr(tmp_path / "dpr", DOCUMENTS, tmp_path / "index", max_length=32)
+    stats = index_dpr(tmp_path / "dpr", DOCUMENTS.items(), tmp_path / "index", max_length=32)
     assert stats["documents"] == 4 and stats["dimension"] == 32 and stats["size_bytes"] > 0
     run = search_dpr(tmp_path / "dpr", tmp_path / "index", {"q1": "prime"}, k=3, max_length=16)
     assert len(run["q1"]) == 3 and set(run["q1"]) <= set(DOCUMENTS)
@@ -55,7 +55,7 @@ def test_training_index_and_search_are_deterministic(tiny_bert, tmp_path):
     assert min(run["q1"].values()) >= max(scores[d] for d in left_out) - 1e-4
 
     _train(tiny_bert, tmp_path / "dpr2")
-    index_dpr(tmp_path / "dpr2", DOCUMENTS, tmp_path / "index2", max_length=32)
+    index_dpr(tmp_path / "dpr2", DOCUMENTS.items(), tmp_path / "index2", max_length=32)
     again = search_dpr(tmp_path / "dpr2", tmp_path / "index2", {"q1": "prime"}, k=3, max_length=16)
     assert again == run
 

@@ -225,7 +225,8 @@ def test_released_entries_take_index_and_search_defaults_and_the_top_level_seed(
     released = config["math_models"]["released"]
     assert released["a0-dpr"] == {"encoder": "dpr", "checkpoint": "approach0/dpr-cocomae-220",
                                   "query_max_length": 64, "passage_max_length": 512,
-                                  "encode_batch_size": 32, "pooling": "cls",
+                                  "encode_batch_size": 32, "shard_size": 100000,
+                                  "encode_window": 16384, "pooling": "cls",
                                   "math_tokens": "angle"}  # fmt: skip
     assert released["a0-colbert"] == {"encoder": "colbert",
                                       "checkpoint": "approach0/colbert-cocomae-600",

@@ -207,6 +207,7 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     expand_topic_lists(config, source)
     _derive_defaults(config)
     _check_references(config, source)
+    _check_resources(config, set(schema["properties"]["resources"]["properties"]), source)
 
 
 # Sections whose entries may name several topic sets; each becomes one entry per set.
@@ -834,3 +835,49 @@ def _published_file(path: str, where: str) -> dict:
     if not isinstance(document, dict) or not {"published", "published_by_topic"} & set(document):
         raise ConfigError(f"{where}: {path!r} has no 'published' or 'published_by_topic' section")
     return document
+
+
+def rule_threads(config: Mapping, rule: str) -> int:
+    """The threads of ``rule``'s jobs: its ``resources`` entry, else ``resources.default``."""
+    return int(_rule_settings(config, rule)["threads"])
+
+
+def rule_resources(config: Mapping, rule: str) -> dict[str, Any]:
+    """The Snakemake resources of ``rule``'s jobs (every key but threads), each from the rule's
+    ``resources`` entry, else ``resources.default``; a partition or cores per GPU that neither
+    sets is left out, so that SLURM picks its default partition rather than ``-p ''``."""
+    settings = _rule_settings(config, rule)
+    return {key: value for key, value in settings.items() if key != "threads"}
+
+
+def _rule_settings(config: Mapping, rule: str) -> dict[str, Any]:
+    section = config["resources"]
+    return dict(section["default"]) | dict(section.get(rule, {}))
+
+
+def _check_resources(config: dict, rules: set[str], source: str) -> None:
+    """Each entry names a rule (``rules``: the schema's, and the rules defined once per
+    collection, whose names the schema cannot know); cores per GPU fit the threads."""
+    math = config["math_models"]
+    per_collection = {
+        "convert": set(config["collections"]),
+        "pretokenize": set(math["pretokenize"]) if math else set(),
+    }
+    for prefix, collections in per_collection.items():
+        rules = rules | {f"{prefix}_{collection}" for collection in collections}
+    for name in config["resources"]:
+        if name not in rules:
+            raise ConfigError(
+                f"{source}: resources.{name}: no rule {name!r} (rules: {', '.join(sorted(rules))})"
+            )
+        settings = _rule_settings(config, name)
+        if "cpus_per_gpu" not in settings:
+            continue
+        if settings["gpu"] == 0:
+            raise ConfigError(f"{source}: resources.{name}.cpus_per_gpu: needs gpu > 0")
+        if settings["threads"] > settings["gpu"] * settings["cpus_per_gpu"]:
+            raise ConfigError(
+                f"{source}: resources.{name}.threads: {settings['threads']} threads on "
+                f"{settings['gpu']} GPU(s) x {settings['cpus_per_gpu']} cpus_per_gpu cores "
+                "would oversubscribe the job's cores"
+            )

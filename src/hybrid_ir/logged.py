@@ -4,6 +4,13 @@ Java (Lucene) writes to the process's file descriptors, not to Python's streams,
 redirected at the descriptor level. A :class:`HybridIRError` ends the step with exit status 1
 after printing its one-line message to the log and to the console; so does any other
 exception, with its traceback in the log only.
+
+Fault injection, for tests of retries on a cluster (tests/slurm/): with
+``HYBRID_IR_FAULT=fail:<rule>`` (or ``hang:<rule>``; several entries separated by commas) and
+``HYBRID_IR_FAULT_DIR=<dir>``, the first job of that rule to start fails with exit status 1 (or
+sleeps until it is killed), and every later attempt runs normally. "First" is a marker file
+``<dir>/<rule>.<fail|hang>`` that the faulty attempt creates; delete it to arm the fault again.
+Unset, the variables cost one dictionary lookup per step.
 """
 
 from __future__ import annotations
@@ -11,11 +18,57 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from hybrid_ir.errors import HybridIRError, quoted
 from hybrid_ir.formats import relevance_limit
+
+FAULT_ENV = "HYBRID_IR_FAULT"
+FAULT_DIR_ENV = "HYBRID_IR_FAULT_DIR"
+FAULT_MODES = ("fail", "hang")
+
+
+class InjectedFault(HybridIRError):
+    """The failure that ``HYBRID_IR_FAULT=fail:<rule>`` asked for."""
+
+
+def armed_faults(setting: str) -> dict[str, str]:
+    """Rule -> ``fail`` or ``hang``, from the value of ``HYBRID_IR_FAULT``."""
+    faults: dict[str, str] = {}
+    for entry in filter(None, (part.strip() for part in setting.split(","))):
+        mode, _, rule = entry.partition(":")
+        if mode not in FAULT_MODES or not rule:
+            raise HybridIRError(f"{FAULT_ENV}: {quoted(entry)} is not fail:<rule> or hang:<rule>")
+        faults[rule] = mode
+    return faults
+
+
+def inject_fault(rule: str, environ: Mapping[str, str] = os.environ) -> None:
+    """Fail or hang the first attempt of ``rule`` when ``HYBRID_IR_FAULT`` names it."""
+    setting = environ.get(FAULT_ENV)
+    if not setting:
+        return
+    mode = armed_faults(setting).get(rule)
+    if mode is None:
+        return
+    directory = environ.get(FAULT_DIR_ENV)
+    if not directory:
+        raise HybridIRError(f"{FAULT_ENV} is set but {FAULT_DIR_ENV} (its marker directory) is not")
+    marker = Path(directory) / f"{rule}.{mode}"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        # Exclusive creation: of several jobs of the rule, or attempts of one, only one faults.
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return
+    if mode == "fail":
+        raise InjectedFault(f"{FAULT_ENV}: first attempt of rule {rule} fails on purpose")
+    logging.warning("%s: first attempt of rule %s hangs on purpose until killed", FAULT_ENV, rule)
+    while True:
+        time.sleep(60)
 
 
 def run_step(job: Any, step: Callable[[], object]) -> None:
@@ -38,6 +91,7 @@ def run_step(job: Any, step: Callable[[], object]) -> None:
         force=True,
     )
     try:
+        inject_fault(job.rule)
         with relevance_limit(job.config["max_relevance"]):  # filled in by validation
             step()
     except HybridIRError as error:

@@ -123,22 +123,46 @@ def sparse_bm25(request: Request) -> tuple[Run, dict]:
 def dense(request: Request) -> tuple[Run, dict]:
     """Sentence-encoder retrieval by cosine similarity (paper 003's dense side); with
     ``query_adapter`` / ``document_adapter`` params, each side is encoded with its adapter
-    (paper 003's Fig. 5: SPECTER2's ad-hoc query and proximity adapters)."""
-    from hybrid_ir.neural.dense import SentenceEncoder, dense_search, document_text, topic_texts
+    (paper 003's Fig. 5: SPECTER2's ad-hoc query and proximity adapters). The corpus is
+    streamed into embedding shards in a temporary directory (``TMPDIR``: node-local scratch on
+    a cluster), searched one shard at a time (``shard_size``, ``encode_window``); ``device`` and
+    ``precision`` are where and how it encodes."""
+    import tempfile
 
-    encoder = SentenceEncoder(**{"threads": request.threads, **request.params})
-    records = list(read_records(request.corpus))
-    embeddings = encoder.encode([document_text(record, request.doc_fields) for record in records])
-    queries = topic_texts(read_records(request.topics), request.query_fields)
-    run = dense_search(
-        [record["id"] for record in records], embeddings, queries, request.depth, encoder=encoder
+    from hybrid_ir.neural.dense import (
+        SentenceEncoder,
+        encode_corpus,
+        read_embeddings,
+        search_shards,
+        topic_texts,
     )
+    from hybrid_ir.neural.devices import resolve_device
+    from hybrid_ir.neural.shards import ENCODE_WINDOW, SHARD_SIZE
+
+    sizes = {"shard_size": SHARD_SIZE, "encode_window": ENCODE_WINDOW}
+    params = dict(request.params)
+    shard_size, window = (params.pop(key, default) for key, default in sizes.items())
+    key = "retrievers.<collection>.<run>.params.device"
+    device = resolve_device(params.pop("device", "auto"), key)
+    encoder = SentenceEncoder(**{"threads": request.threads, **params, "device": device})
+    with tempfile.TemporaryDirectory(prefix="dense-embeddings-") as scratch:
+        embeddings = Path(scratch, "embeddings")
+        encoded = encode_corpus(
+            request.corpus,
+            embeddings,
+            encoder,
+            request.doc_fields,
+            shard_size=shard_size,
+            window=window,
+        )
+        queries = topic_texts(read_records(request.topics), request.query_fields)
+        run = search_shards(read_embeddings(embeddings), queries, request.depth, encoder)
     adapters = {
         key: request.params[key]
         for key in ("query_adapter", "document_adapter")
         if key in request.params
     }
-    return run, {"model": encoder.model_name, "documents": len(records), **adapters}
+    return run, {"model": encoder.model_name, "documents": encoded["documents"], **adapters}
 
 
 def askme(request: Request) -> tuple[Run, dict]:

@@ -16,6 +16,8 @@ from hybrid_ir.config import (
     pretraining_settings,
     snapshot_model,
     resolve_overrides,
+    rule_resources as resolved_resources,
+    rule_threads as resolved_threads,
     run_measures,
     systems,
     validate_config,
@@ -75,6 +77,17 @@ def code_version(script):
     """Digest of a rule's script and every package module it imports (hybrid_ir.code_digest),
     passed as a param so that editing any of them re-runs the rule's jobs."""
     return code_digest(Path(workflow.basedir) / "workflow" / "scripts" / f"{script}.py")
+
+
+def rule_threads(rule):
+    """A rule's threads from the `resources` section (the one place a job's size is set)."""
+    return resolved_threads(config, rule)
+
+
+def rule_resources(rule):
+    """A rule's mem_mb, runtime, gpu (and partition, cores per GPU where set) from `resources`,
+    named as the SLURM executor reads them."""
+    return resolved_resources(config, rule)
 
 
 def alternatives(names):

@@ -8,6 +8,9 @@ rule fetch_raw:
     localrule: True
     conda:
         CONDA_ENV
+    threads: rule_threads("fetch_raw")
+    resources:
+        **rule_resources("fetch_raw"),
     params:
         code=code_version("fetch_raw"),
         entry=lambda wildcards: MANIFEST[wildcards.path],
@@ -31,6 +34,9 @@ for _name in COLLECTIONS:
             paths.benchmark("convert", _name)
         conda:
             CONDA_ENV
+        threads: rule_threads(f"convert_{_name}")
+        resources:
+            **rule_resources(f"convert_{_name}"),
         params:
             code=code_version("convert_collection"),
             collection=_name,

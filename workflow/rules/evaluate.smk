@@ -8,6 +8,9 @@ rule evaluate_run:
         paths.log("eval", "{collection}/{topics}/{system}.{qrels}"),
     conda:
         CONDA_ENV
+    threads: rule_threads("evaluate_run")
+    resources:
+        **rule_resources("evaluate_run"),
     params:
         code=code_version("evaluate_run"),
         measures=lambda w: run_measures(

@@ -12,6 +12,9 @@ rule fuse_runs:
         system=alternatives(names_in(FUSIONS)),
     conda:
         CONDA_ENV
+    threads: rule_threads("fuse_runs")
+    resources:
+        **rule_resources("fuse_runs"),
     params:
         code=code_version("fuse_runs"),
         method=lambda w: FUSIONS[w.collection][w.topics][w.system]["method"],
@@ -45,6 +48,9 @@ rule crossvalidate:
         paths.benchmark("crossval", "{crossval}")
     conda:
         CONDA_ENV
+    threads: rule_threads("crossvalidate")
+    resources:
+        **rule_resources("crossvalidate"),
     params:
         code=code_version("crossvalidate"),
         entry=lambda w: CROSSVAL[w.crossval],
@@ -63,6 +69,9 @@ rule sweep:
         paths.log("sweeps", "{collection}/{topics}/{sweep}"),
     conda:
         CONDA_ENV
+    threads: rule_threads("sweep")
+    resources:
+        **rule_resources("sweep"),
     params:
         code=code_version("sweep"),
         entry=lambda w: SWEEPS[w.sweep],

@@ -10,7 +10,9 @@ rule bm25_index:
         paths.benchmark("index", "{collection}/bm25-{layout}")
     conda:
         CONDA_ENV
-    threads: BM25["index_threads"]
+    threads: rule_threads("bm25_index")
+    resources:
+        **rule_resources("bm25_index"),
     params:
         code=code_version("bm25_index"),
         layout="{layout}",

@@ -10,7 +10,9 @@ rule bm25_search:
         paths.benchmark("runs", "{collection}/{topics}/bm25-{layout}")
     conda:
         CONDA_ENV
-    threads: BM25["threads"]
+    threads: rule_threads("bm25_search")
+    resources:
+        **rule_resources("bm25_search"),
     params:
         code=code_version("bm25_search"),
         layout="{layout}",
@@ -47,6 +49,9 @@ rule import_run:
         system=alternatives(names_in(EXTERNAL_RUNS)),
     conda:
         CONDA_ENV
+    threads: rule_threads("import_run")
+    resources:
+        **rule_resources("import_run"),
     params:
         code=code_version("import_run"),
         depth=RUN_DEPTH,
@@ -69,7 +74,9 @@ rule retrieve:
         system=alternatives({name for runs in RETRIEVERS.values() for name in runs}),
     conda:
         CONDA_ENV
-    threads: 2
+    threads: rule_threads("retrieve")
+    resources:
+        **rule_resources("retrieve"),
     params:
         code=code_version("retrieve"),
         retriever=lambda w: RETRIEVERS[w.collection][w.system],

@@ -12,6 +12,9 @@ rule structure_index:
         system=alternatives({name for runs in STRUCTURE.values() for name in runs}),
     conda:
         CONDA_ENV
+    threads: rule_threads("structure_index")
+    resources:
+        **rule_resources("structure_index"),
     params:
         code=code_version("structure_index"),
         entry=lambda w: STRUCTURE[w.collection][w.system],
@@ -30,6 +33,9 @@ rule structure_queries:
         system=alternatives({name for runs in STRUCTURE.values() for name in runs}),
     conda:
         CONDA_ENV
+    threads: rule_threads("structure_queries")
+    resources:
+        **rule_resources("structure_queries"),
     params:
         code=code_version("structure_queries"),
         entry=lambda w: STRUCTURE[w.collection][w.system],
@@ -53,6 +59,9 @@ rule structure_search:
         system=alternatives({name for runs in STRUCTURE.values() for name in runs}),
     conda:
         CONDA_ENV
+    threads: rule_threads("structure_search")
+    resources:
+        **rule_resources("structure_search"),
     params:
         code=code_version("structure_search"),
         depth=lambda w: STRUCTURE[w.collection][w.system]["depth"],

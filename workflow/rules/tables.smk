@@ -9,6 +9,9 @@ rule bm25_table:
         paths.log("tables", "bm25"),
     conda:
         CONDA_ENV
+    threads: rule_threads("bm25_table")
+    resources:
+        **rule_resources("bm25_table"),
     params:
         code=code_version("bm25_table"),
         experiments=BM25["experiments"],
@@ -29,6 +32,9 @@ rule check_scores:
         paths.log("checks", "summary"),
     conda:
         CONDA_ENV
+    threads: rule_threads("check_scores")
+    resources:
+        **rule_resources("check_scores"),
     params:
         code=code_version("check_scores"),
     script:
@@ -44,6 +50,9 @@ rule assert_scores:
         paths.log("checks", "passed"),
     conda:
         CONDA_ENV
+    threads: rule_threads("assert_scores")
+    resources:
+        **rule_resources("assert_scores"),
     params:
         code=code_version("assert_scores"),
     script:
@@ -62,6 +71,9 @@ rule paper_table:
         paths.log("tables", "{table}"),
     conda:
         CONDA_ENV
+    threads: rule_threads("paper_table")
+    resources:
+        **rule_resources("paper_table"),
     params:
         code=code_version("paper_table"),
         name="{table}",
@@ -86,6 +98,9 @@ rule figure:
         ),
     conda:
         CONDA_ENV
+    threads: rule_threads("figure")
+    resources:
+        **rule_resources("figure"),
     params:
         code=code_version("figure"),
         spec=lambda w: FIGURES[w.figure],
@@ -116,6 +131,9 @@ rule figure_with_tsv:
         ),
     conda:
         CONDA_ENV
+    threads: rule_threads("figure_with_tsv")
+    resources:
+        **rule_resources("figure_with_tsv"),
     params:
         code=code_version("figure"),
         spec=lambda w: FIGURES[w.figure],
@@ -149,6 +167,9 @@ rule collection_stats:
         ),
     conda:
         CONDA_ENV
+    threads: rule_threads("collection_stats")
+    resources:
+        **rule_resources("collection_stats"),
     params:
         code=code_version("collection_stats"),
         spec=lambda w: FIGURES[w.figure],

@@ -5,21 +5,26 @@ import json
 import logging
 from pathlib import Path
 
-from hybrid_ir.formats import atomic_output, read_records
+from hybrid_ir.formats import atomic_output
 from hybrid_ir.logged import run_step
-from hybrid_ir.neural.dense import topic_texts
+from hybrid_ir.neural.dense import corpus_texts
+from hybrid_ir.neural.devices import claim_gpus, resolve_device
 from hybrid_ir.neural.encoders import Job, encoder
 from hybrid_ir.neural.models import set_threads
 
 
 def main():
+    claim_gpus(snakemake.resources.gpu)
     set_threads(snakemake.threads)
     settings = snakemake.params.settings
-    documents = topic_texts(
-        read_records(snakemake.input.corpus), snakemake.params.doc_fields, separator="\n"
-    )
+    # Streamed: the index encodes the corpus as it is read, never holding it whole.
+    documents = corpus_texts(snakemake.input.corpus, snakemake.params.doc_fields, separator="\n")
     logging.info("%s model %s", snakemake.params.encoder, snakemake.params.model)
-    job = Job(extensions_dir=Path(snakemake.params.extensions))
+    job = Job(
+        device=resolve_device(snakemake.params.device),
+        precision=snakemake.params.precision,
+        extensions_dir=Path(snakemake.params.extensions),
+    )
     facts = encoder(snakemake.params.encoder).index(
         Path(snakemake.params.model), documents, Path(snakemake.output.index), settings, job
     )

@@ -9,12 +9,14 @@ from hybrid_ir.formats import read_records
 from hybrid_ir.logged import run_step
 from hybrid_ir.neural.candidates import top_candidates
 from hybrid_ir.neural.dense import topic_texts
+from hybrid_ir.neural.devices import claim_gpus, resolve_device
 from hybrid_ir.neural.encoders import Job, encoder
 from hybrid_ir.neural.models import set_threads
 from hybrid_ir.runs import read_run, write_run
 
 
 def main():
+    claim_gpus(snakemake.resources.gpu)
     set_threads(snakemake.threads)
     spec, settings = snakemake.params.reranker, snakemake.params.settings
     documents = topic_texts(
@@ -36,7 +38,11 @@ def main():
         sum(len(docs) for docs in candidates.values()),
         spec["depth"],
     )
-    job = Job(extensions_dir=Path(snakemake.params.extensions))
+    job = Job(
+        device=resolve_device(snakemake.params.device),
+        precision=snakemake.params.precision,
+        extensions_dir=Path(snakemake.params.extensions),
+    )
     run = encoder(spec["encoder"]).rerank(
         Path(snakemake.params.model), candidates, documents, queries, settings, job
     )

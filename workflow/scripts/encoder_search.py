@@ -6,19 +6,25 @@ from pathlib import Path
 from hybrid_ir.formats import read_records
 from hybrid_ir.logged import run_step
 from hybrid_ir.neural.dense import topic_texts
+from hybrid_ir.neural.devices import claim_gpus, resolve_device
 from hybrid_ir.neural.encoders import Job, encoder
 from hybrid_ir.neural.models import set_threads
 from hybrid_ir.runs import write_run
 
 
 def main():
+    claim_gpus(snakemake.resources.gpu)
     set_threads(snakemake.threads)
     settings, depth = snakemake.params.settings, snakemake.params.depth
     queries = topic_texts(
         read_records(snakemake.input.topics), snakemake.params.query_fields, separator="\n"
     )
     logging.info("%s model %s", snakemake.params.encoder, snakemake.params.model)
-    job = Job(extensions_dir=Path(snakemake.params.extensions))
+    job = Job(
+        device=resolve_device(snakemake.params.device),
+        precision=snakemake.params.precision,
+        extensions_dir=Path(snakemake.params.extensions),
+    )
     run = encoder(snakemake.params.encoder).search(
         Path(snakemake.params.model), Path(snakemake.input.index), queries, depth, settings, job
     )

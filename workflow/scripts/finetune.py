@@ -6,13 +6,24 @@ from pathlib import Path
 
 from hybrid_ir.formats import atomic_output
 from hybrid_ir.logged import run_step
+from hybrid_ir.neural.devices import claim_gpus, resolve_device
+from hybrid_ir.neural.distributed import process_count
 from hybrid_ir.neural.encoders import Job, encoder
 from hybrid_ir.neural.models import set_threads
 
 
 def main():
+    claim_gpus(snakemake.resources.gpu)
     set_threads(snakemake.threads)
-    job = Job(snakemake.params.device, Path(snakemake.params.extensions))
+    device = resolve_device(snakemake.params.device)
+    gpus = getattr(snakemake.resources, "gpu", 0)
+    job = Job(
+        device,
+        Path(snakemake.params.extensions),
+        precision=snakemake.params.precision,
+        processes=process_count(device, gpus, snakemake.params.cpu_processes),
+        threads=snakemake.threads,
+    )
     facts = encoder(snakemake.wildcards.encoder).train(
         snakemake.params.source,
         Path(snakemake.input.triplets),

@@ -5,12 +5,14 @@ import logging
 from hybrid_ir.formats import read_records
 from hybrid_ir.logged import run_step
 from hybrid_ir.neural.dense import topic_texts
+from hybrid_ir.neural.devices import claim_gpus, resolve_device
 from hybrid_ir.neural.models import set_threads
 from hybrid_ir.neural.rerank import rerank_by_embeddings
 from hybrid_ir.runs import read_run, write_run
 
 
 def main():
+    claim_gpus(snakemake.resources.gpu)
     set_threads(snakemake.threads)
     spec = snakemake.params.reranker
     documents = topic_texts(read_records(snakemake.input.corpus), spec["doc_fields"], "\n")
@@ -29,7 +31,8 @@ def main():
         depth=spec["depth"],
         max_length=spec["max_length"],
         batch_size=spec["batch_size"],
-        device=snakemake.params.device,
+        device=resolve_device(snakemake.params.device),
+        precision=snakemake.params.precision,
     )
     lines = write_run(run, snakemake.output.run, tag=snakemake.wildcards.system)
     logging.info("%d topics re-ranked, %d lines", len(run), lines)

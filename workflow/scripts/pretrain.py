@@ -6,24 +6,28 @@ from pathlib import Path
 
 from hybrid_ir.figures import loss_curves
 from hybrid_ir.logged import run_step
-from hybrid_ir.neural.models import read_vocabulary, set_threads
-from hybrid_ir.neural.pretrain import mlm_documents, pretrain, settings_from_config, write_losses
+from hybrid_ir.neural.devices import claim_gpus, resolve_device
+from hybrid_ir.neural.distributed import process_count
+from hybrid_ir.neural.models import set_threads
+from hybrid_ir.neural.pretrain import pretrain_job, write_losses
 
 
 def main():
+    claim_gpus(snakemake.resources.gpu)
     set_threads(snakemake.threads)
-    documents = mlm_documents(
-        list(zip(snakemake.input.corpora, snakemake.params.fields, strict=True))
-    )
-    settings = settings_from_config(snakemake.params.settings, device=snakemake.params.device)
-    facts = pretrain(
-        snakemake.params.model,
-        documents,
-        read_vocabulary(snakemake.input.vocabulary),
-        Path(snakemake.output.model),
-        Path(snakemake.params.workdir),
-        settings,
-    )
+    device = resolve_device(snakemake.params.device)
+    gpus = getattr(snakemake.resources, "gpu", 0)
+    arguments = {
+        "backbone": snakemake.params.model,
+        "corpora": list(zip(snakemake.input.corpora, snakemake.params.fields, strict=True)),
+        "vocabulary": snakemake.input.vocabulary,
+        "output": snakemake.output.model,
+        "workdir": snakemake.params.workdir,
+        "settings": snakemake.params.settings,
+        "precision": snakemake.params.precision,
+    }
+    processes = process_count(device, gpus, snakemake.params.cpu_processes)
+    facts = pretrain_job(arguments, device, processes, snakemake.threads)
     history = facts.pop("history")
     logging.info("%s", json.dumps(facts, indent=1))
     write_losses(history, Path(snakemake.output.losses))

@@ -43,7 +43,16 @@ faiss k-means (colbert's fixed seed 123) and search are all seeded or free of ra
 the same inputs, seed, torch build and thread count give identical scores. Paths are handed to
 colbert as absolute paths: it first tries a relative one as a Hugging Face hub repository id.
 On a machine with CUDA, colbert moves models to the GPU by itself (``colbert.parameters.
-DEVICE``); this module is written and tested for CPU only.
+DEVICE``); this module is written and tested for CPU only. ``precision`` bf16/fp16 autocasts
+the training forward passes (fp16 with colbert's own gradient scaler, CUDA only); fp32 runs
+without autocast.
+
+One rank only: colbert-ai 0.2.22's multi-rank path needs CUDA. ``colbert/utils/distributed.py``
+creates the process group only when ``torch.cuda.is_available()`` (line 22), and then with NCCL
+(line 27); ``colbert/training/training.py`` line 56 wraps the model in
+``DistributedDataParallel(device_ids=[config.rank])``, which without a group raises "Default
+process group has not been initialized"; its ``barrier`` divides by
+``torch.cuda.device_count()`` (``distributed.py`` line 37: ZeroDivisionError on the CPU).
 """
 
 from __future__ import annotations
@@ -76,6 +85,7 @@ from tqdm import tqdm
 
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.neural.candidates import unique_candidates
+from hybrid_ir.neural.devices import autocast
 from hybrid_ir.neural.models import directory_size, local_checkpoint, seed_everything
 from hybrid_ir.neural.triplets import read_triplets
 from hybrid_ir.runs import Run as RunDict
@@ -216,6 +226,7 @@ def train_colbert(
     seed: int = 12345,
     extensions_dir: Path | None = None,
     log_every: int = 10,
+    precision: str = "fp32",
 ) -> dict:
     """Fine-tune the BERT in ``backbone`` as ColBERT; save a colbert-ai checkpoint at ``output``.
 
@@ -250,7 +261,9 @@ def train_colbert(
     with _colbert_chatter_to_stderr(), _one_process_group():
         tokenizers = _tokenizers(config, backbone)
         model = ColBERT(name=config.checkpoint, colbert_config=config)
-        losses, seconds = _fit(model, tokenizers, config, examples, weight_decay, log_every)
+        losses, seconds = _fit(
+            model, tokenizers, config, examples, weight_decay, log_every, precision
+        )
         model.save(str(staging))
     _replace_directory(staging, output)
     LOGGER.info("ColBERT checkpoint written to %s", output)
@@ -293,12 +306,13 @@ def _fit(
     examples: Sequence[dict],
     weight_decay: float,
     log_every: int,
+    precision: str,
 ) -> tuple[list[float], float]:
     """``config.maxsteps`` optimizer steps; returns the per-step losses and the seconds taken."""
     network = torch.nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
     trainable = [parameter for parameter in model.parameters() if parameter.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=config.lr, eps=1e-8, weight_decay=weight_decay)
-    stepper = MixedPrecisionManager(False)
+    stepper = MixedPrecisionManager(precision == "fp16")
     labels = torch.zeros(config.bsize, dtype=torch.long, device=model.device)
     model.train()
     losses: list[float] = []
@@ -308,8 +322,9 @@ def _fit(
         [(query_batch, passage_batch, _)] = tensorize_triples(
             *tokenizers, queries, passages, [], config.bsize, config.nway
         )
-        scores = network(query_batch, passage_batch).view(-1, config.nway)
-        loss = torch.nn.functional.cross_entropy(scores, labels)
+        with autocast(model.device.type, precision):
+            scores = network(query_batch, passage_batch).view(-1, config.nway)
+            loss = torch.nn.functional.cross_entropy(scores, labels)
         stepper.backward(loss)
         stepper.step(network, optimizer)
         losses.append(loss.item())

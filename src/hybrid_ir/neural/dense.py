@@ -21,22 +21,28 @@ the same texts, batch size, thread count and torch build give bit-identical embe
 is needed. Batch size and threads can change the last bits (padding and kernel blocking), which
 is why both are explicit arguments. Search scores are computed in float64 from the stored
 float32 embeddings, so score ties resolve the same way every time (:mod:`hybrid_ir.runs`).
+
+Scale: :func:`encode_corpus` streams the corpus into shards on disk and :func:`search_shards`
+reads them one at a time (:mod:`hybrid_ir.neural.shards`), so neither holds the collection; a
+collection of at most one encoding window gets the vectors one call over all of it would.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-import zipfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import atomic_output, read_records
+from hybrid_ir.formats import atomic_directory, read_records
 from hybrid_ir.fusion import DEFAULT_K
+from hybrid_ir.neural.devices import autocast
+from hybrid_ir.neural.shards import ENCODE_WINDOW, SHARD_SIZE, ShardWriter, encode_to_shards
+from hybrid_ir.neural.shards import read_shards as _read_shards
 from hybrid_ir.runs import Run, canonicalize
 
 if TYPE_CHECKING:
@@ -82,7 +88,9 @@ class SentenceEncoder:
     ``allenai/specter2`` on ``allenai/specter2_base``), is attached to the transformer and active
     while texts of that role are encoded (:mod:`hybrid_ir.neural.adapters`). ``threads`` sets
     torch's CPU thread count, which is process-wide. ``pooling`` replaces the model's own pooling
-    (``"cls"`` for SPECTER2); ``None`` keeps it.
+    (``"cls"`` for SPECTER2); ``None`` keeps it. ``device`` is ``cpu`` or ``cuda`` (resolved by
+    :func:`hybrid_ir.neural.devices.resolve_device`) and ``precision`` the autocast of the
+    forward passes (``fp32``: none); embeddings come back as float32 on the CPU either way.
     """
 
     def __init__(
@@ -96,6 +104,7 @@ class SentenceEncoder:
         normalize: bool = True,
         threads: int | None = None,
         pooling: Literal["cls", "mean"] | None = None,
+        precision: str = "fp32",
     ):
         if batch_size < 1:
             raise ConfigError(f"dense encoder batch_size must be >= 1, got {batch_size!r}")
@@ -106,6 +115,8 @@ class SentenceEncoder:
         self.model_name = model
         self.batch_size = batch_size
         self.normalize = normalize
+        self.device = device
+        self.precision = precision
         self.model = _load(resolve_model(model), device, max_length, pooling)
         roles = {"query": query_adapter, "document": document_adapter}
         attached = {role: source for role, source in roles.items() if source is not None}
@@ -141,14 +152,15 @@ class SentenceEncoder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         show = len(texts) >= PROGRESS_MIN_TEXTS if progress is None else progress
-        embeddings = self.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            show_progress_bar=show,
-            convert_to_numpy=True,
-            normalize_embeddings=self.normalize,
-        )
-        return np.asarray(embeddings, dtype=np.float32)
+        with autocast(self.device, self.precision):
+            embeddings = self.model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                show_progress_bar=show,
+                convert_to_tensor=True,
+                normalize_embeddings=self.normalize,
+            )
+        return embeddings.float().cpu().numpy()
 
 
 def _load(
@@ -205,28 +217,53 @@ def dense_search(
     paper 003's Eq. 1 adds them as they are. The result is in canonical order, ties broken by
     document id descending, and documents tied at the cut-off are chosen by that rule too.
     """
+    ids = list(doc_ids)
+    if len(set(ids)) != len(ids):
+        raise ConfigError("dense search got duplicate document ids")
+    return search_shards([(ids, doc_embeddings)], queries, k, encoder)
+
+
+def search_shards(
+    shards: Iterable[tuple[Sequence[str], np.ndarray]],
+    queries: Mapping[str, np.ndarray | str],
+    k: int | None = DEFAULT_K,
+    encoder: SentenceEncoder | None = None,
+) -> Run:
+    """:func:`dense_search` over document embeddings that come in shards (``(ids, matrix)``
+    pairs, read one at a time): each shard's scores are those of the whole matrix, and the
+    canonical top ``k`` of all shards is the canonical top ``k`` of each shard's canonical top
+    ``k``, so the run is the one a single matrix gives, whatever the shards."""
     if k is not None and k < 1:
         raise ConfigError(f"dense search depth k must be >= 1 or null, got {k!r}")
-    ids = np.asarray(list(doc_ids), dtype=object)
-    matrix = np.asarray(doc_embeddings)
-    if matrix.ndim != 2 or matrix.shape[0] != len(ids):
-        raise ConfigError(
-            f"dense search got {len(ids)} document ids for embeddings of shape {matrix.shape}"
-        )
-    if len(set(ids.tolist())) != len(ids):
-        raise ConfigError("dense search got duplicate document ids")
     query_ids = list(queries)
-    vectors = _unit_rows(_query_matrix(queries, encoder, matrix.shape[1]))
-    depth = len(ids) if k is None else min(k, len(ids))
     run: Run = {query_id: {} for query_id in query_ids}
-    for start in range(0, len(ids), _DOC_BLOCK):
-        block = _unit_rows(matrix[start : start + _DOC_BLOCK])
-        block_ids = ids[start : start + _DOC_BLOCK]
-        for first in range(0, len(query_ids), _QUERY_CHUNK):
-            scores = vectors[first : first + _QUERY_CHUNK] @ block.T
-            for query_id, row in zip(query_ids[first : first + _QUERY_CHUNK], scores, strict=True):
-                keep = _at_least_kth(row, depth)
-                run[query_id].update(zip(block_ids[keep].tolist(), row[keep].tolist(), strict=True))
+    vectors: np.ndarray | None = None
+    for doc_ids, doc_embeddings in shards:
+        ids = np.asarray(list(doc_ids), dtype=object)
+        matrix = np.asarray(doc_embeddings)
+        if matrix.ndim != 2 or matrix.shape[0] != len(ids):
+            raise ConfigError(
+                f"dense search got {len(ids)} document ids for embeddings of shape {matrix.shape}"
+            )
+        if vectors is None:
+            vectors = _unit_rows(_query_matrix(queries, encoder, matrix.shape[1]))
+        elif matrix.shape[1] != vectors.shape[1]:
+            raise ConfigError(
+                f"dense search got shards of {vectors.shape[1]} and {matrix.shape[1]} dimensions"
+            )
+        for start in range(0, len(ids), _DOC_BLOCK):
+            block = _unit_rows(matrix[start : start + _DOC_BLOCK])
+            block_ids = ids[start : start + _DOC_BLOCK]
+            for first in range(0, len(query_ids), _QUERY_CHUNK):
+                scores = vectors[first : first + _QUERY_CHUNK] @ block.T
+                chunk = query_ids[first : first + _QUERY_CHUNK]
+                for query_id, row in zip(chunk, scores, strict=True):
+                    keep = _at_least_kth(row, k)
+                    run[query_id].update(
+                        zip(block_ids[keep].tolist(), row[keep].tolist(), strict=True)
+                    )
+        # Cut after each shard: memory stays at k documents per query, not k per shard.
+        run = canonicalize(run, k)
     return canonicalize(run, k)
 
 
@@ -257,78 +294,87 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     return rows / np.where(norms == 0, 1.0, norms)[:, None]
 
 
-def _at_least_kth(row: np.ndarray, depth: int) -> np.ndarray:
-    """Indices of the scores at least the ``depth``-th highest: every document tied at the
-    cut-off is kept, so the canonical tie rule, not argpartition, decides which survive."""
-    if depth >= len(row):
+def _at_least_kth(row: np.ndarray, depth: int | None) -> np.ndarray:
+    """Indices of the scores at least the ``depth``-th highest (all for ``None``): every
+    document tied at the cut-off is kept, so the canonical tie rule, not argpartition, decides
+    which survive."""
+    if depth is None or depth >= len(row):
         return np.arange(len(row))
     kth = np.partition(row, len(row) - depth)[len(row) - depth]
     return np.flatnonzero(row >= kth)
 
 
+def corpus_texts(
+    path: str | Path, fields: Sequence[str] = DEFAULT_FIELDS, separator: str = SPECTER_SEPARATOR
+) -> Iterator[tuple[str, str]]:
+    """``(doc id, text)`` of each record of a canonical corpus, read as the file is streamed."""
+    for record in read_records(path):
+        yield str(record["id"]), document_text(record, fields, separator)
+
+
+EMBEDDINGS_SUFFIX = ".npy"
+
+
+def _save_npy(vectors: np.ndarray, path: Path) -> None:
+    np.save(path, np.asarray(vectors, dtype=np.float32), allow_pickle=False)
+
+
 def encode_corpus(
     corpus_path: str | Path,
-    out_npz: str | Path,
+    out_dir: str | Path,
     model: str | SentenceEncoder = DEFAULT_MODEL,
     fields: Sequence[str] = DEFAULT_FIELDS,
     batch_size: int = 32,
     separator: str = SPECTER_SEPARATOR,
-) -> int:
-    """Embed every document of a canonical corpus and cache ``ids`` and ``embeddings`` in an
-    ``.npz`` (written atomically, byte-identical for identical embeddings); return the count.
+    shard_size: int = SHARD_SIZE,
+    window: int = ENCODE_WINDOW,
+) -> dict:
+    """Embed every document of a canonical corpus, streamed ``window`` documents at a time,
+    into ``out_dir``: float32 ``.npy`` shards of at most ``shard_size`` rows with their ids and
+    a manifest (:mod:`hybrid_ir.neural.shards`), built beside it and renamed into place when
+    complete. Returns the facts: documents, shards, seconds, documents per second.
 
     ``model`` is a name for :func:`resolve_model` (``batch_size`` then applies) or a ready
-    :class:`SentenceEncoder`, which brings its own batch size.
+    :class:`SentenceEncoder`, which brings its own batch size, device and precision.
     """
     encoder = model if isinstance(model, SentenceEncoder) else SentenceEncoder(model, batch_size)
-    records = list(read_records(corpus_path))
-    ids = [str(record["id"]) for record in records]
-    texts = [document_text(record, fields, separator) for record in records]
     started = time.perf_counter()
-    embeddings = encoder.encode(texts)
-    seconds = time.perf_counter() - started
-    LOGGER.info(
-        "encoded %d documents with %s in %.1f s (%.1f docs/s)",
-        len(ids),
-        encoder.model_name,
-        seconds,
-        len(ids) / seconds if seconds else float("inf"),
-    )
-    save_embeddings(out_npz, ids, embeddings, encoder.model_name)
-    return len(ids)
-
-
-def save_embeddings(
-    path: str | Path, ids: Sequence[str], embeddings: np.ndarray, model: str
-) -> None:
-    """Write ``ids``, ``embeddings`` (float32) and ``model`` as an uncompressed ``.npz``.
-
-    Members carry a fixed timestamp (``numpy.savez`` stamps the current time), so the artifact's
-    bytes depend only on its content and a rerun does not look like a change.
-    """
-    matrix = np.asarray(embeddings, dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[0] != len(ids):
-        raise ValueError(f"{len(ids)} ids for embeddings of shape {matrix.shape}")
-    arrays = {"ids": np.asarray(list(ids), dtype=str), "embeddings": matrix, "model": model}
-    with atomic_output(path, "wb") as out, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as npz:
-        for name, array in arrays.items():
-            member = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            with npz.open(member, "w", force_zip64=True) as handle:
-                np.lib.format.write_array(handle, np.asarray(array), allow_pickle=False)
-
-
-def load_embeddings(path: str | Path) -> tuple[list[str], np.ndarray]:
-    """Document ids and their float32 embedding matrix from :func:`encode_corpus`'s ``.npz``."""
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            ids, matrix = npz["ids"].tolist(), npz["embeddings"]
-    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as error:
-        raise InputFormatError(path, None, f"not an embeddings .npz: {error}") from None
-    if matrix.dtype != np.float32 or matrix.ndim != 2 or matrix.shape[0] != len(ids):
-        raise InputFormatError(
-            path, None, f"{len(ids)} ids for a {matrix.dtype} matrix of shape {matrix.shape}"
+    with atomic_directory(out_dir) as staging:
+        writer = ShardWriter(staging, shard_size, EMBEDDINGS_SUFFIX, _save_npy)
+        manifest = encode_to_shards(
+            corpus_texts(corpus_path, fields, separator),
+            lambda texts: encoder.encode(texts, progress=True),
+            writer,
+            window,
+            source=corpus_path,
         )
-    return ids, matrix
+    seconds = time.perf_counter() - started
+    facts = {
+        "model": encoder.model_name,
+        "documents": manifest["documents"],
+        "shards": len(manifest["shards"]),
+        "seconds": round(seconds, 1),
+        "documents_per_second": round(manifest["documents"] / seconds, 1) if seconds else None,
+    }
+    LOGGER.info("encoded %s", facts)
+    return facts
+
+
+def read_embeddings(directory: str | Path) -> Iterator[tuple[list[str], np.ndarray]]:
+    """Each shard's ids and float32 matrix from :func:`encode_corpus`, one shard at a time; an
+    incomplete or truncated directory is an error naming it."""
+    for shard in _read_shards(directory, EMBEDDINGS_SUFFIX):
+        try:
+            matrix = np.load(shard.path, allow_pickle=False)
+        except (ValueError, OSError) as error:
+            raise InputFormatError(shard.path, None, f"not an .npy matrix: {error}") from None
+        if matrix.dtype != np.float32 or matrix.ndim != 2 or matrix.shape[0] != len(shard.ids):
+            raise InputFormatError(
+                shard.path,
+                None,
+                f"{len(shard.ids)} ids for a {matrix.dtype} matrix of shape {matrix.shape}",
+            )
+        yield shard.ids, matrix
 
 
 def topic_texts(

@@ -13,8 +13,15 @@ Snapshots (paper 000, Table 1 rows 1-4: DPR fine-tuned for one epoch): the model
 training for ``e`` epochs takes, so with a constant rate (which does not depend on the total
 length) a snapshot is the model a training of ``e`` epochs gives, bit for bit.
 
-Index: a faiss ``IndexFlatIP`` (exact inner product) over float32 passage vectors; search is
-top-k per query; the doc ids travel in a JSON file beside the index.
+Data parallelism (:mod:`hybrid_ir.neural.distributed`): with N ranks each encodes its slice of
+the global batch (tokenized whole, as one process pads it) and gathers every rank's passage
+vectors, with their gradients, so that each query still competes with all 2B passages; each
+rank's loss is its queries' share of the global mean. ``precision`` bf16/fp16 autocasts the
+forward passes (fp16 with a gradient scaler); fp32 runs without autocast.
+
+Index: faiss ``IndexFlatIP`` shards (exact inner product) over float32 passage vectors,
+encoded from a stream of the corpus with memory bounded by one window and one shard
+(:mod:`hybrid_ir.neural.shards`); search is top-k per query, shard by shard, merged exactly.
 
 Re-ranking (paper 000, §3.4): a first-stage run's candidates scored as search scores them,
 without an index of the collection.
@@ -25,16 +32,18 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
-from hybrid_ir.errors import ConfigError
+from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.formats import atomic_directory
 from hybrid_ir.neural.candidates import unique_candidates
+from hybrid_ir.neural.devices import autocast, grad_scaler
+from hybrid_ir.neural.distributed import SINGLE, Ranks
 from hybrid_ir.neural.models import (
     Encoder,
     Pooling,
@@ -43,12 +52,19 @@ from hybrid_ir.neural.models import (
     load_tokenizer,
     training_steps,
 )
+from hybrid_ir.neural.shards import (
+    ENCODE_WINDOW,
+    SHARD_SIZE,
+    ShardWriter,
+    encode_to_shards,
+    read_shards,
+)
 from hybrid_ir.runs import Run, canonicalize
 
 logger = logging.getLogger(__name__)
 
-INDEX_FILE = "index.faiss"
-DOCIDS_FILE = "docids.json"
+INDEX_SUFFIX = ".faiss"
+"""Each shard of an index is a faiss ``IndexFlatIP`` file (:mod:`hybrid_ir.neural.shards`)."""
 
 
 @dataclass(frozen=True)
@@ -65,13 +81,44 @@ class DPRSettings:
     device: str = "cpu"
     snapshot_dirs: Mapping[int, str] = field(default_factory=dict)
     """Epoch -> the directory its snapshot is saved to."""
+    precision: str = "fp32"
 
 
-def _cls(model, tokenizer, texts: Sequence[str], max_length: int, device: str):
+def _cls(model, tokenizer, texts: Sequence[str], max_length: int, device: str, rows=None):
+    """[CLS] vectors of ``texts``, or of their ``rows`` (padded as the whole batch is)."""
     inputs = tokenizer(
         list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt"
-    ).to(device)
-    return model(**inputs).last_hidden_state[:, 0]
+    )
+    if rows is not None:
+        inputs = {name: tensor[rows] for name, tensor in inputs.items()}
+    encoded = model(**{name: tensor.to(device) for name, tensor in inputs.items()})
+    return encoded.last_hidden_state[:, 0]
+
+
+def _gathered(vectors):
+    """Every rank's ``vectors`` in rank order; gradients flow back to each rank's own."""
+    import warnings
+
+    import torch
+    from torch.distributed.nn.functional import all_gather
+
+    # Deprecated in favour of a private module (torch.distributed._functional_collectives).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return torch.cat(all_gather(vectors))
+
+
+def _sharded_loss(queries, positives, negatives, ranks: Ranks, batch_size: int):
+    """This rank's share of Eq. 2 over the global batch: its queries against all passages, in
+    the one-process order (every positive, then every negative), summed and divided by B."""
+    import torch
+    import torch.nn.functional as F
+
+    passages = torch.cat([_gathered(positives), _gathered(negatives)])
+    scores = queries @ passages.T
+    first = ranks.rows(batch_size).start
+    targets = torch.arange(first, first + len(queries), device=scores.device)
+    return F.cross_entropy(scores, targets, reduction="sum") / batch_size
 
 
 def contrastive_loss(queries, positives, negatives):
@@ -107,9 +154,15 @@ def snapshot_steps(settings: DPRSettings, triplets: int) -> dict[int, int]:
     return steps
 
 
-def train_dpr(backbone: str, triplets: Sequence[dict], output: Path, settings: DPRSettings) -> dict:
+def train_dpr(
+    backbone: str,
+    triplets: Sequence[dict],
+    output: Path,
+    settings: DPRSettings,
+    ranks: Ranks = SINGLE,
+) -> dict:
     """Fine-tune ``backbone`` as a DPR encoder; save encoder and tokenizer to ``output``, and
-    the snapshots of ``settings.snapshot_dirs`` after their epochs."""
+    the snapshots of ``settings.snapshot_dirs`` after their epochs (rank 0 alone saves)."""
     import torch
     from tqdm import tqdm
     from transformers import AutoModel
@@ -125,28 +178,57 @@ def train_dpr(backbone: str, triplets: Sequence[dict], output: Path, settings: D
         model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
     )
     schedule = _schedule(optimizer, settings)
+    device_type = settings.device.partition(":")[0]
+    scaler = grad_scaler(device_type, settings.precision)
+    rows = ranks.rows(settings.batch_size) if ranks.world > 1 else None
     losses: list[float] = []
     began = time.perf_counter()
-    for step in tqdm(range(settings.steps), desc="DPR", mininterval=5):
+    for step in tqdm(range(settings.steps), desc="DPR", mininterval=5, disable=not ranks.main):
         start = step * settings.batch_size
         batch = [triplets[(start + i) % len(triplets)] for i in range(settings.batch_size)]
-        torch.manual_seed(settings.seed + step)
+        torch.manual_seed(ranks.seed(settings.seed + step))  # dropout
         device = settings.device
-        queries = _cls(
-            model, tokenizer, [t["query"] for t in batch], settings.query_max_length, device
-        )
-        positives = _cls(
-            model, tokenizer, [t["positive"] for t in batch], settings.passage_max_length, device
-        )
-        negatives = _cls(
-            model, tokenizer, [t["negative"] for t in batch], settings.passage_max_length, device
-        )
-        loss = contrastive_loss(queries, positives, negatives)
-        loss.backward()
-        optimizer.step()
+        with autocast(device_type, settings.precision):
+            queries = _cls(
+                model,
+                tokenizer,
+                [t["query"] for t in batch],
+                settings.query_max_length,
+                device,
+                rows,
+            )
+            positives = _cls(
+                model,
+                tokenizer,
+                [t["positive"] for t in batch],
+                settings.passage_max_length,
+                device,
+                rows,
+            )
+            negatives = _cls(
+                model,
+                tokenizer,
+                [t["negative"] for t in batch],
+                settings.passage_max_length,
+                device,
+                rows,
+            )
+            if ranks.world > 1:
+                loss = _sharded_loss(queries, positives, negatives, ranks, settings.batch_size)
+            else:
+                loss = contrastive_loss(queries, positives, negatives)
+        scaler.scale(loss).backward()
+        if ranks.world > 1:
+            [value] = ranks.exchange(model.parameters(), step + 1, loss)
+        else:
+            value = loss.item()
+        scaler.step(optimizer)
+        scaler.update()
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
-        losses.append(round(loss.item(), 6))
+        losses.append(round(value, 6))
+        if not ranks.main:
+            continue
         if (step + 1) % 10 == 0:
             logger.info("step %d: loss %.4f", step + 1, np.mean(losses[-10:]))
         if step + 1 in snapshots:
@@ -155,7 +237,8 @@ def train_dpr(backbone: str, triplets: Sequence[dict], output: Path, settings: D
             _save(model, tokenizer, Path(settings.snapshot_dirs[epoch]), facts)
             logger.info("epoch %d: snapshot saved to %s", epoch, settings.snapshot_dirs[epoch])
     facts = _facts(backbone, triplets, settings, losses, time.perf_counter() - began)
-    _save(model, tokenizer, output, facts)
+    if ranks.main:
+        _save(model, tokenizer, output, facts)
     return facts
 
 
@@ -189,35 +272,54 @@ def _save(model, tokenizer, output: Path, facts: dict) -> None:
         (staging / "dpr.json").write_text(json.dumps(facts, indent=1) + "\n")
 
 
+def _save_flat_index(vectors: np.ndarray, path: Path) -> None:
+    import faiss
+
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(vectors)
+    faiss.write_index(index, str(path))
+
+
 def index_dpr(
-    model: Path,
-    documents: Mapping[str, str],
+    model: Path | str,
+    documents: Mapping[str, str] | Iterable[tuple[str, str]],
     index_dir: Path,
     max_length: int,
     batch_size: int = 32,
     pooling: Pooling = "cls",
+    *,
+    device: str = "cpu",
+    precision: str = "fp32",
+    shard_size: int = SHARD_SIZE,
+    window: int = ENCODE_WINDOW,
 ) -> dict:
-    """Encode ``documents`` (doc id -> text) with [CLS] (or, for pya0's released models, BERT's
-    pooler over it) and store a flat inner-product index."""
-    import faiss
-
+    """Encode ``documents`` (``(doc id, text)`` pairs, read as they come: a stream of the
+    corpus) with [CLS] (or, for pya0's released models, BERT's pooler over it), ``window`` at a
+    time on ``device`` in ``precision``, into flat inner-product shards of at most
+    ``shard_size`` vectors (:mod:`hybrid_ir.neural.shards`). Returns the index's facts,
+    throughput included (``documents_per_second``: what the scale benchmark reads)."""
     began = time.perf_counter()
-    encoder = Encoder(model, pooling=pooling, max_length=max_length, batch_size=batch_size)
-    ids = list(documents)
-    vectors = encoder.encode([documents[i] for i in ids], progress=True)
-    index = faiss.IndexFlatIP(vectors.shape[1])
-    index.add(vectors)
+    encoder = Encoder(
+        model,
+        pooling=pooling,
+        max_length=max_length,
+        batch_size=batch_size,
+        device=device,
+        precision=precision,
+    )
     with atomic_directory(index_dir) as staging:
-        staging.mkdir()
-        faiss.write_index(index, str(staging / INDEX_FILE))
-        (staging / DOCIDS_FILE).write_text(json.dumps(ids) + "\n")
+        writer = ShardWriter(staging, shard_size, INDEX_SUFFIX, _save_flat_index)
+        manifest = encode_to_shards(
+            documents, lambda texts: encoder.encode(texts, progress=True), writer, window
+        )
     seconds = time.perf_counter() - began
     return {
-        "documents": len(ids),
-        "dimension": int(vectors.shape[1]),
+        "documents": manifest["documents"],
+        "dimension": manifest["dimension"],
+        "shards": len(manifest["shards"]),
         "size_bytes": directory_size(index_dir),
         "seconds": round(seconds, 1),
-        "documents_per_second": round(len(ids) / seconds, 1),
+        "documents_per_second": round(manifest["documents"] / seconds, 1),
     }
 
 
@@ -228,25 +330,64 @@ def search_dpr(
     k: int,
     max_length: int,
     pooling: Pooling = "cls",
+    *,
+    device: str = "cpu",
+    precision: str = "fp32",
 ) -> Run:
     """Top-``k`` passages per query by dot product with the query's vector (pooled as the
-    index's passages)."""
+    index's passages), in canonical run order.
+
+    Shards are searched one at a time, each giving its top ``k`` and every passage tied with
+    its ``k``-th score; the canonical top ``k`` of those is the canonical top ``k`` of the
+    whole collection (faiss scores a vector the same in any shard), so the run does not depend
+    on the shard size. Documents tied at the cut-off are chosen by the canonical rule (doc id
+    descending), as everywhere else in the workflow.
+    """
+    encoder = Encoder(
+        model, pooling=pooling, max_length=max_length, device=device, precision=precision
+    )
+    topic_ids = list(queries)
+    return search_index(index_dir, topic_ids, encoder.encode([queries[t] for t in topic_ids]), k)
+
+
+def search_index(index_dir: Path, topic_ids: Sequence[str], vectors: np.ndarray, k: int) -> Run:
+    """:func:`search_dpr` for query vectors already encoded (row ``i`` is ``topic_ids[i]``'s)."""
     import faiss
 
-    index = faiss.read_index(str(index_dir / INDEX_FILE))
-    ids = json.loads((index_dir / DOCIDS_FILE).read_text())
-    encoder = Encoder(model, pooling=pooling, max_length=max_length)
-    topic_ids = list(queries)
-    vectors = encoder.encode([queries[t] for t in topic_ids])
-    scores, rows = index.search(vectors, min(k, len(ids)))
-    return {
-        topic: {
-            ids[row]: float(score)
-            for row, score in zip(rows[i], scores[i], strict=True)
-            if row >= 0
-        }
-        for i, topic in enumerate(topic_ids)
-    }
+    run: Run = {topic: {} for topic in topic_ids}
+    for shard in read_shards(index_dir, INDEX_SUFFIX):
+        index = faiss.read_index(str(shard.path))
+        if index.ntotal != len(shard.ids):
+            raise InputFormatError(
+                shard.path, None, f"{index.ntotal} vectors for {len(shard.ids)} doc ids"
+            )
+        found = _top_with_ties(index, vectors, k)
+        for topic, (scores, rows) in zip(topic_ids, found, strict=True):
+            run[topic].update(
+                (shard.ids[row], float(score)) for row, score in zip(rows, scores, strict=True)
+            )
+        # Cut after each shard: memory stays at k documents per query, not k per shard.
+        run = canonicalize(run, k)
+    return run
+
+
+def _top_with_ties(index, vectors: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each query's top ``k`` (scores, rows) of ``index`` and every row tied with its ``k``-th:
+    faiss keeps an arbitrary few of the rows tied at the cut-off."""
+    total = index.ntotal
+    depth = min(k, total)
+    if depth == 0:
+        return [(np.zeros(0, np.float32), np.zeros(0, np.int64)) for _ in vectors]
+    all_scores, all_rows = index.search(vectors, depth)
+    found = []
+    for position, (scores, rows) in enumerate(zip(all_scores, all_rows, strict=True)):
+        kth = scores[depth - 1]
+        while len(scores) < total and scores[-1] == kth:
+            wider = index.search(vectors[position : position + 1], min(2 * len(scores), total))
+            scores, rows = wider[0][0], wider[1][0]
+        keep = scores >= kth
+        found.append((scores[keep], rows[keep]))
+    return found
 
 
 def rerank_dpr(
@@ -259,6 +400,7 @@ def rerank_dpr(
     batch_size: int = 32,
     device: str = "cpu",
     pooling: Pooling = "cls",
+    precision: str = "fp32",
 ) -> Run:
     """Score each topic's candidate documents (``topic -> doc ids``) as :func:`search_dpr`
     ranks an index built by :func:`index_dpr`: the dot product of [CLS] vectors, passages cut
@@ -270,12 +412,19 @@ def rerank_dpr(
     if not unique:
         return {topic: {} for topic in candidates}
     passages = Encoder(
-        model, pooling=pooling, max_length=passage_max_length, batch_size=batch_size, device=device
+        model,
+        pooling=pooling,
+        max_length=passage_max_length,
+        batch_size=batch_size,
+        device=device,
+        precision=precision,
     )
     encoded = passages.encode([documents[doc] for doc in unique], progress=True)
     rows = {doc: row for row, doc in enumerate(unique)}
     topic_ids = sorted(candidates)  # encoded in id order, so topic order changes no number
-    query_encoder = Encoder(model, pooling=pooling, max_length=query_max_length, device=device)
+    query_encoder = Encoder(
+        model, pooling=pooling, max_length=query_max_length, device=device, precision=precision
+    )
     vectors = query_encoder.encode([queries[topic] for topic in topic_ids])
     query_vectors = dict(zip(topic_ids, vectors, strict=True))
     run: Run = {}

@@ -17,13 +17,15 @@ fine-tuned with lack both keys.
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from hybrid_ir.errors import ConfigError
+from hybrid_ir.neural.distributed import SINGLE, Ranks, check_divisible, launch
 from hybrid_ir.neural.models import backbone_path, training_steps
 from hybrid_ir.neural.triplets import read_triplets
 from hybrid_ir.runs import Run
@@ -32,8 +34,24 @@ Settings = Mapping[str, Any]
 Candidates = Mapping[str, Sequence[str]]
 """A re-ranker's input: topic -> the doc ids it re-scores."""
 
+LOGGER = logging.getLogger(__name__)
+
 ANGLE_TOKEN = re.compile(r"(?<!\S)<([^\s<>]+)>(?!\S)")
 """A math token as pre-tokenization writes it: ``<sym>`` between spaces."""
+
+
+Passages = Mapping[str, str] | Iterable[tuple[str, str]]
+"""What an index is built from: doc id -> text, or ``(doc id, text)`` pairs streamed from the
+corpus (:func:`hybrid_ir.neural.dense.corpus_texts`), which an index that encodes as it reads
+never holds whole."""
+
+
+def model_passages(passages: Passages, entry: Settings) -> Iterator[tuple[str, str]]:
+    """:func:`model_texts` of ``(doc id, text)`` pairs, one at a time."""
+    pairs = passages.items() if isinstance(passages, Mapping) else passages
+    dollar = entry.get("math_tokens", "angle") == "dollar"
+    for doc_id, text in pairs:
+        yield doc_id, ANGLE_TOKEN.sub(r"$\1$", text) if dollar else text
 
 
 def model_texts(texts: Mapping[str, str], entry: Settings) -> Mapping[str, str]:
@@ -50,12 +68,19 @@ class Job:
 
     device: str = "cpu"
     extensions_dir: Path | None = None  # colbert-ai's compiled extensions
+    precision: str = "fp32"
+    processes: int = 1
+    """Training processes (data-parallel above 1: DPR only)."""
+    threads: int = 1
+    """The job's CPU threads, shared out among its training processes."""
+    ranks: Ranks = SINGLE
+    """Where this process stands among the training processes that run it."""
 
 
 @dataclass(frozen=True)
 class EncoderKind:
     train: Callable[[str, Path, Path, Settings, Job], dict]
-    index: Callable[[Path, Mapping[str, str], Path, Settings, Job], dict]
+    index: Callable[[Path, Passages, Path, Settings, Job], dict]
     search: Callable[[Path, Path, Mapping[str, str], int, Settings, Job], Run]
     rerank: Callable[[Path, Candidates, Mapping[str, str], Mapping[str, str], Settings, Job], Run]
     """Every candidate scored as ``search`` scores it (model, candidates, documents, queries):
@@ -65,26 +90,50 @@ class EncoderKind:
 def _train_dpr(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
     from hybrid_ir.neural.dpr import DPRSettings, train_dpr
 
+    if job.processes > 1:
+        check_divisible(entry["batch_size"], job.processes, "math_models.dpr.batch_size")
+        arguments = {
+            "source": source,
+            "triplets": str(triplets),
+            "output": str(output),
+            "entry": dict(entry),
+            "precision": job.precision,
+        }
+        task = f"{__name__}:train_dpr_rank"
+        return launch(task, arguments, job.processes, device=job.device, threads=job.threads)
     loaded = read_triplets(triplets)
     known = {field.name for field in fields(DPRSettings)}
     values = {key: value for key, value in entry.items() if key in known}
     steps = training_steps(entry, len(loaded))
-    settings = DPRSettings(**(values | {"steps": steps, "device": job.device}))
-    return train_dpr(source, loaded, output, settings)
+    run = {"steps": steps, "device": job.device, "precision": job.precision}
+    return train_dpr(source, loaded, output, DPRSettings(**(values | run)), job.ranks)
 
 
-def _index_dpr(
-    model: Path, documents: Mapping[str, str], index: Path, entry: Settings, job: Job
-) -> dict:
+def train_dpr_rank(arguments: dict, device: str, ranks: Ranks) -> dict:
+    """One rank of a data-parallel DPR training (:func:`_train_dpr`'s ``arguments``)."""
+    entry = arguments["entry"]
+    # JSON made the snapshot epochs strings.
+    entry["snapshot_dirs"] = {int(e): path for e, path in entry["snapshot_dirs"].items()}
+    job = Job(device, precision=arguments["precision"], ranks=ranks)
+    source, triplets, output = arguments["source"], arguments["triplets"], arguments["output"]
+    return _train_dpr(source, Path(triplets), Path(output), entry, job)
+
+
+def _index_dpr(model: Path, documents: Passages, index: Path, entry: Settings, job: Job) -> dict:
     from hybrid_ir.neural.dpr import index_dpr
+    from hybrid_ir.neural.shards import ENCODE_WINDOW, SHARD_SIZE
 
     return index_dpr(
         model,
-        model_texts(documents, entry),
+        model_passages(documents, entry),
         index,
         max_length=entry["passage_max_length"],
         batch_size=entry["encode_batch_size"],
         pooling=entry.get("pooling", "cls"),
+        device=job.device,
+        precision=job.precision,
+        shard_size=entry.get("shard_size", SHARD_SIZE),
+        window=entry.get("encode_window", ENCODE_WINDOW),
     )
 
 
@@ -100,6 +149,8 @@ def _search_dpr(
         depth,
         entry["query_max_length"],
         pooling=entry.get("pooling", "cls"),
+        device=job.device,
+        precision=job.precision,
     )
 
 
@@ -123,12 +174,19 @@ def _rerank_dpr(
         batch_size=entry["encode_batch_size"],
         device=job.device,
         pooling=entry.get("pooling", "cls"),
+        precision=job.precision,
     )
 
 
 def _train_colbert(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
     from hybrid_ir.neural.colbert import train_colbert
 
+    if job.processes > 1:
+        LOGGER.warning(
+            "ColBERT trains on one process, not %d: its training loop runs one rank "
+            "(colbert-ai's own multi-rank path needs CUDA and NCCL; see hybrid_ir.neural.colbert)",
+            job.processes,
+        )
     return train_colbert(
         Path(backbone_path(source)),
         triplets,
@@ -142,17 +200,19 @@ def _train_colbert(source: str, triplets: Path, output: Path, entry: Settings, j
         doc_maxlen=entry["doc_maxlen"],
         seed=entry["seed"],
         extensions_dir=job.extensions_dir,
+        precision=job.precision,
     )
 
 
 def _index_colbert(
-    model: Path, documents: Mapping[str, str], index: Path, entry: Settings, job: Job
+    model: Path, documents: Passages, index: Path, entry: Settings, job: Job
 ) -> dict:
     from hybrid_ir.neural.colbert import index_colbert
 
+    # colbert-ai's indexer takes the whole collection as one list.
     return index_colbert(
         model,
-        model_texts(documents, entry),
+        dict(model_passages(documents, entry)),
         index,
         nbits=entry["nbits"],
         doc_maxlen=entry["doc_maxlen"],

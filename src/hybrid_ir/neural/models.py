@@ -21,6 +21,7 @@ import numpy as np
 
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.neural.dense import resolve_model
+from hybrid_ir.neural.devices import autocast
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +129,10 @@ class Encoder:
     """A Hugging Face encoder that embeds texts with [CLS] or mean pooling, in float32, or with
     the ``pooler`` output (BERT's dense + tanh layer over [CLS]), which pya0's DPR models use.
 
+    ``device`` is ``cpu`` or ``cuda`` (:func:`hybrid_ir.neural.devices.resolve_device`);
+    ``precision`` is the autocast of the forward passes (``fp32``: none, so the CPU computes
+    what it did before precision existed). Embeddings come back as float32 on the CPU.
+
     Truncation keeps the first ``max_length - 2`` word pieces when the tokenizer truncates on
     the right, transformers' default (paper 001 keeps the head of a long post, 510 pieces plus
     [CLS] and [SEP]; :mod:`hybrid_ir.neural.rerank` forces that side). Texts are batched by
@@ -143,6 +148,7 @@ class Encoder:
         batch_size: int = 32,
         normalize: bool = False,
         device: str = "cpu",
+        precision: str = "fp32",
     ):
         from transformers import AutoModel
 
@@ -156,6 +162,7 @@ class Encoder:
         self.batch_size = batch_size
         self.normalize = normalize
         self.device = device
+        self.precision = precision
 
     @property
     def dimension(self) -> int:
@@ -176,7 +183,7 @@ class Encoder:
         encoded = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)
         lengths = [len(ids) for ids in encoded["input_ids"]]
         batches = list(length_sorted_batches(lengths, self.batch_size))
-        with torch.inference_mode():
+        with torch.inference_mode(), autocast(self.device, self.precision):
             for batch in tqdm(batches, desc="encoding", disable=not progress, mininterval=5):
                 features = [{key: encoded[key][i] for key in encoded} for i in batch]
                 inputs = self.tokenizer.pad(features, return_tensors="pt").to(self.device)

@@ -18,7 +18,14 @@ The math tokens are added and the embeddings resized before training.
 Resumption: every ``checkpoint_every`` steps the model, optimizer, schedule and loss history
 are saved under ``workdir``. A restarted run with the same settings continues from the newest
 checkpoint; batches, masks and dropout are drawn from generators seeded by (seed, step), so a
-run killed and resumed ends with the same weights as one that never stopped.
+run killed and resumed ends with the same weights as one that never stopped. A checkpoint
+holds no device and no process count: one written on GPUs or by N ranks resumes anywhere.
+
+Data parallelism (:mod:`hybrid_ir.neural.distributed`): with N ranks, every rank draws the
+global batch and its masks as one process would and trains on its slice of the rows; the MLM
+loss is the global mean over masked pieces (each rank divides its sum by the global count).
+``precision`` bf16/fp16 autocasts the forward passes (fp16 with a gradient scaler); fp32 runs
+without autocast.
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ import numpy as np
 
 from hybrid_ir.errors import ConfigError, HybridIRError
 from hybrid_ir.formats import atomic_directory
+from hybrid_ir.neural.devices import autocast, grad_scaler
+from hybrid_ir.neural.distributed import SINGLE, Ranks, check_divisible, launch
 from hybrid_ir.neural.models import (
     add_math_tokens,
     backbone_path,
@@ -77,6 +86,7 @@ class PretrainSettings:
     max_heldout_pairs: int = 64
     device: str = "cpu"
     epochs: float | None = None
+    precision: str = "fp32"
 
     def __post_init__(self):
         if (self.steps is None) == (self.epochs is None):
@@ -149,7 +159,8 @@ def mask_tokens(input_ids, special, vocab_size: int, mask_id: int, settings, gen
 def _fingerprint(backbone: str, tokens: Sequence[str], pairs: int, settings) -> str:
     """What a checkpoint must match to be resumed: inputs, settings and this module's code."""
     digest = hashlib.sha256(Path(__file__).read_bytes())
-    digest.update(json.dumps([backbone, list(tokens), pairs, asdict(settings)]).encode())
+    portable = {k: v for k, v in asdict(settings).items() if k != "device"}
+    digest.update(json.dumps([backbone, list(tokens), pairs, portable]).encode())
     return digest.hexdigest()[:16]
 
 
@@ -201,14 +212,23 @@ class _Batches:
         return inputs, labels, next_labels
 
 
-def _losses(model, inputs, labels, next_labels, nsp: bool):
+def _losses(model, inputs, labels, next_labels, nsp: bool, totals=None):
     """(MLM loss, NSP loss); vocabulary logits are computed at the masked positions only,
-    which saves most of the head's cost (85% of positions carry no label)."""
+    which saves most of the head's cost (85% of positions carry no label). With ``totals``
+    (masked pieces, pairs) of a global batch these rows are a slice of, each loss is this
+    slice's part of the global mean."""
     import torch.nn.functional as F
 
     encoded = model.base_model(**inputs)
     chosen = labels != IGNORE
     logits = _mlm_head(model)(encoded.last_hidden_state[chosen])
+    if totals is not None:
+        masked, rows = totals
+        mlm = F.cross_entropy(logits, labels[chosen], reduction="sum") / max(masked, 1)
+        if not nsp:
+            return mlm, mlm.new_zeros(())
+        scores = model.cls.seq_relationship(encoded.pooler_output)
+        return mlm, F.cross_entropy(scores, next_labels, reduction="sum") / rows
     mlm = F.cross_entropy(logits, labels[chosen]) if chosen.any() else logits.sum() * 0.0
     if not nsp:
         return mlm, mlm.new_zeros(())
@@ -230,9 +250,14 @@ def _heldout_loss(model, batches: _Batches, size: int, settings) -> tuple[float,
             indices = list(range(start, min(size, start + settings.batch_size)))
             inputs, labels, next_labels = batches.make(indices, settings.seed + start)
             device = settings.device
-            mlm, nsp = _losses(
-                model, inputs.to(device), labels.to(device), next_labels.to(device), settings.nsp
-            )
+            with autocast(_device_type(device), settings.precision):
+                mlm, nsp = _losses(
+                    model,
+                    inputs.to(device),
+                    labels.to(device),
+                    next_labels.to(device),
+                    settings.nsp,
+                )
             totals += [float(mlm) * len(indices), float(nsp) * len(indices)]
             count += len(indices)
     model.train()
@@ -281,7 +306,7 @@ def _load_checkpoint_state(file: Path) -> dict:
 
     advice = f"delete {file.parent} to resume from an earlier checkpoint or start over"
     try:
-        state = torch.load(file, weights_only=True)
+        state = torch.load(file, weights_only=True, map_location="cpu")
     except pickle.UnpicklingError:
         raise HybridIRError(
             f"{file}: refusing to load this checkpoint: it holds objects other than tensors "
@@ -324,11 +349,13 @@ def pretrain(
     output: Path,
     workdir: Path,
     settings: PretrainSettings,
+    ranks: Ranks = SINGLE,
 ) -> dict:
     """Further-pretrain ``backbone`` and save it (with its tokenizer) to ``output``.
 
     ``documents`` are lists of sentences. Returns facts: pair counts, newly initialised
     weights, tokens added, losses, timing. ``output`` is written through a temporary sibling.
+    Among ``ranks``, rank 0 alone writes checkpoints and the model.
     """
     import torch
     from tqdm import tqdm
@@ -361,6 +388,7 @@ def pretrain(
         model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
     )
     schedule = get_linear_schedule_with_warmup(optimizer, settings.warmup_steps, total_steps)
+    scaler = grad_scaler(_device_type(settings.device), settings.precision)
     fingerprint = _fingerprint(backbone, math_tokens, len(train_pairs), settings)
     state = _resume_state(workdir, fingerprint)
     history: list[dict] = []
@@ -369,36 +397,57 @@ def pretrain(
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
+        scaler.load_state_dict(state["scaler"])
         history, start = state["history"], state["step"]
     train_batches = _Batches(tokenizer, train_pairs, settings)
     held_batches = _Batches(tokenizer, held_pairs, settings)
     model.train()
-    if start == 0:
+    if start == 0 and ranks.main:
         held_mlm, held_nsp = _heldout_loss(model, held_batches, len(held_pairs), settings)
         history.append({"step": 0, "split": "heldout", "mlm": held_mlm, "nsp": held_nsp})
     began = time.perf_counter()
-    for step in tqdm(range(start, total_steps), desc="pretraining", mininterval=5):
+    remaining = range(start, total_steps)
+    for step in tqdm(remaining, desc="pretraining", mininterval=5, disable=not ranks.main):
         indices = _batch_indices(step, len(train_pairs), settings.batch_size, settings.seed)
         inputs, labels, next_labels = train_batches.make(indices, settings.seed * 1_000_003 + step)
-        torch.manual_seed(settings.seed + step)  # dropout
+        totals = None
+        if ranks.world > 1:
+            totals = (int((labels != IGNORE).sum()), len(indices))
+            rows = ranks.rows(len(indices))
+            inputs = {name: tensor[rows] for name, tensor in inputs.items()}
+            labels, next_labels = labels[rows], next_labels[rows]
+        torch.manual_seed(ranks.seed(settings.seed + step))  # dropout
         device = settings.device
-        mlm, nsp = _losses(
-            model, inputs.to(device), labels.to(device), next_labels.to(device), settings.nsp
-        )
+        with autocast(_device_type(device), settings.precision):
+            mlm, nsp = _losses(
+                model,
+                {name: tensor.to(device) for name, tensor in inputs.items()},
+                labels.to(device),
+                next_labels.to(device),
+                settings.nsp,
+                totals,
+            )
         loss = mlm + nsp
-        loss.backward()
-        optimizer.step()
+        scaler.scale(loss).backward()
+        done = step + 1
+        if ranks.world > 1:
+            train_mlm, train_nsp = ranks.exchange(model.parameters(), done, mlm, nsp)
+        else:
+            train_mlm, train_nsp = mlm.item(), nsp.item()
+        scaler.step(optimizer)
+        scaler.update()
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
-        history.append({"step": step + 1, "split": "train", "mlm": mlm.item(), "nsp": nsp.item()})
-        done = step + 1
+        history.append({"step": done, "split": "train", "mlm": train_mlm, "nsp": train_nsp})
+        if not ranks.main:
+            continue
         if done % settings.eval_every == 0 or done == total_steps:
             held_mlm, held_nsp = _heldout_loss(model, held_batches, len(held_pairs), settings)
             history.append({"step": done, "split": "heldout", "mlm": held_mlm, "nsp": held_nsp})
             logger.info(
                 "step %d: train mlm %.4f, held-out mlm %.4f nsp %.4f",
                 done,
-                mlm.item(),
+                train_mlm,
                 held_mlm,
                 held_nsp,
             )
@@ -413,6 +462,7 @@ def pretrain(
                     "model": model.state_dict(),
                     "optimizer": optimizer.state_dict(),
                     "schedule": schedule.state_dict(),
+                    "scaler": scaler.state_dict(),
                 },
             )
     seconds = time.perf_counter() - began
@@ -426,13 +476,20 @@ def pretrain(
         "newly_initialised": new_weights,
         "resumed_from_step": start,
         "steps": settings.steps,
+        "processes": ranks.world,
         "seconds": round(seconds, 1),
         "steps_per_second": round(trained / seconds, 3) if trained and seconds else None,
         "settings": asdict(settings),
     }
-    samples = [text for pair in held_pairs[:100] for text in (pair.first, pair.second)]
-    _save_model(model, tokenizer, output, facts, samples)
+    if ranks.main:
+        samples = [text for pair in held_pairs[:100] for text in (pair.first, pair.second)]
+        _save_model(model, tokenizer, output, facts, samples)
     return {**facts, "history": history}
+
+
+def _device_type(device: str) -> str:
+    """``cuda`` for ``cuda:1``: what autocast and the gradient scaler take."""
+    return device.partition(":")[0]
 
 
 def _save_model(model, tokenizer, output: Path, facts: dict, samples: Sequence[str]) -> None:
@@ -481,3 +538,35 @@ def settings_from_config(entry: dict, **extra) -> PretrainSettings:
     """Settings from the ``pretraining`` configuration entry (``corpus`` is not a setting)."""
     values = {k: v for k, v in entry.items() if k in PretrainSettings.__dataclass_fields__}
     return PretrainSettings(**{"steps": None, **values, **extra})
+
+
+def pretrain_files(arguments: dict, device: str, ranks: Ranks = SINGLE) -> dict:
+    """:func:`pretrain` from files: ``arguments`` holds ``backbone``, ``corpora`` (pairs of a
+    pre-tokenized corpus and its fields), ``vocabulary`` (the math tokens), ``output``,
+    ``workdir``, ``settings`` (the configuration entry) and ``precision``."""
+    from hybrid_ir.neural.models import read_vocabulary
+
+    documents = mlm_documents([(path, fields) for path, fields in arguments["corpora"]])
+    settings = settings_from_config(
+        arguments["settings"], device=device, precision=arguments["precision"]
+    )
+    return pretrain(
+        arguments["backbone"],
+        documents,
+        read_vocabulary(arguments["vocabulary"]),
+        Path(arguments["output"]),
+        Path(arguments["workdir"]),
+        settings,
+        ranks,
+    )
+
+
+def pretrain_job(arguments: dict, device: str, processes: int, threads: int) -> dict:
+    """:func:`pretrain_files` in this process, or data-parallel on ``processes`` ranks."""
+    if processes == 1:
+        return pretrain_files(arguments, device)
+    check_divisible(
+        arguments["settings"]["batch_size"], processes, "math_models.pretraining.batch_size"
+    )
+    task = f"{__name__}:pretrain_files"
+    return launch(task, arguments, processes, device=device, threads=threads)

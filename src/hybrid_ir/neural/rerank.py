@@ -40,6 +40,7 @@ def rerank_by_embeddings(
     max_length: int = 512,
     batch_size: int = 16,
     device: str = "cpu",
+    precision: str = "fp32",
 ) -> Run:
     """Each query's top ``depth`` documents of ``base`` scored by embedding cosine.
 
@@ -55,6 +56,7 @@ def rerank_by_embeddings(
         batch_size=batch_size,
         normalize=True,
         device=device,
+        precision=precision,
     )
     # The paper's head truncation whatever the checkpoint's tokenizer config says: a hub
     # tokenizer may ship truncation_side="left", which would keep the tail instead.

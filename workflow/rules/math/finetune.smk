@@ -22,6 +22,9 @@ rule triplets:
         paths.log("models", "triplets"),
     conda:
         MATH_CONDA_ENV
+    threads: rule_threads("triplets")
+    resources:
+        **rule_resources("triplets"),
     params:
         code=code_version("triplets"),
         collections=TRIPLET_COLLECTIONS,
@@ -43,12 +46,16 @@ rule finetune:
         paths.benchmark("models", "{encoder}-{backbone}")
     conda:
         MATH_CONDA_ENV
-    threads: MATH["threads"]
+    threads: rule_threads("finetune")
+    resources:
+        **rule_resources("finetune"),
     params:
         code=code_version("finetune"),
         source=backbone_source,
         settings=lambda w: MATH[w.encoder],
         device=MATH["device"],
+        precision=MATH["precision"],
+        cpu_processes=MATH["cpu_processes"],
         extensions=".cache/torch_extensions",
         snapshots=snapshot_dirs,
     script:

@@ -20,7 +20,9 @@ rule encoder_index:
         system=alternatives(MODELS.encoder_runs),
     conda:
         MATH_CONDA_ENV
-    threads: MATH["threads"]
+    threads: rule_threads("encoder_index")
+    resources:
+        **rule_resources("encoder_index"),
     params:
         code=code_version("encoder_index"),
         model=lambda w: MODELS.encoder_model(w.system),
@@ -28,5 +30,7 @@ rule encoder_index:
         settings=lambda w: MODELS.encoder_settings(w.system),
         doc_fields=MATH["doc_fields"],
         extensions=".cache/torch_extensions",
+        device=MATH["device"],
+        precision=MATH["precision"],
     script:
         "../../scripts/encoder_index.py"

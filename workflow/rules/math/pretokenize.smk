@@ -15,6 +15,9 @@ for _name in MATH["pretokenize"]:
             paths.benchmark("pretok", _name)
         conda:
             MATH_CONDA_ENV
+        threads: rule_threads(f"pretokenize_{_name}")
+        resources:
+            **rule_resources(f"pretokenize_{_name}"),
         params:
             code=code_version("pretokenize"),
             fields=MATH["pretokenize"][_name]["fields"],

@@ -10,6 +10,9 @@ rule math_vocabulary:
         paths.log("models", "math_vocabulary"),
     conda:
         MATH_CONDA_ENV
+    threads: rule_threads("math_vocabulary")
+    resources:
+        **rule_resources("math_vocabulary"),
     params:
         code=code_version("math_vocabulary"),
         min_count=MATH["vocabulary"]["min_count"],
@@ -32,13 +35,17 @@ rule pretrain:
         paths.benchmark("models", "pretrain-{backbone}")
     conda:
         MATH_CONDA_ENV
-    threads: MATH["threads"]
+    threads: rule_threads("pretrain")
+    resources:
+        **rule_resources("pretrain"),
     params:
         code=code_version("pretrain"),
         model=lambda w: MATH["backbones"][w.backbone]["model"],
         fields=list(MATH["pretraining"]["corpus"].values()),
         settings=lambda w: pretraining_settings(MATH, w.backbone),
         device=MATH["device"],
+        precision=MATH["precision"],
+        cpu_processes=MATH["cpu_processes"],
         # Checkpoints live outside the declared output, which Snakemake deletes when a job
         # fails: a killed run resumes from them.
         workdir=paths.checkpoints("{backbone}"),

@@ -20,7 +20,9 @@ rule encoder_search:
         system=alternatives(MODELS.encoder_runs),
     conda:
         MATH_CONDA_ENV
-    threads: MATH["threads"]
+    threads: rule_threads("encoder_search")
+    resources:
+        **rule_resources("encoder_search"),
     params:
         code=code_version("encoder_search"),
         model=lambda w: MODELS.encoder_model(w.system),
@@ -29,6 +31,8 @@ rule encoder_search:
         query_fields=MATH["query_fields"],
         depth=RUN_DEPTH,
         extensions=".cache/torch_extensions",
+        device=MATH["device"],
+        precision=MATH["precision"],
     script:
         "../../scripts/encoder_search.py"
 
@@ -49,13 +53,16 @@ rule mlm_rerank:
         system=alternatives(MLM_RERANKERS),
     conda:
         MATH_CONDA_ENV
-    threads: MATH["threads"]
+    threads: rule_threads("mlm_rerank")
+    resources:
+        **rule_resources("mlm_rerank"),
     params:
         code=code_version("mlm_rerank"),
         reranker=lambda w: MATH_RUNS[w.system],
         # The further-pretrained directory, or the configured checkpoint (hub id or path).
         model=lambda w: MODELS.mlm_model(w.system),
         device=MATH["device"],
+        precision=MATH["precision"],
     script:
         "../../scripts/mlm_rerank.py"
 
@@ -76,7 +83,9 @@ rule encoder_rerank:
         system=alternatives(ENCODER_RERANKERS),
     conda:
         MATH_CONDA_ENV
-    threads: MATH["threads"]
+    threads: rule_threads("encoder_rerank")
+    resources:
+        **rule_resources("encoder_rerank"),
     params:
         code=code_version("encoder_rerank"),
         reranker=lambda w: MATH_RUNS[w.system],
@@ -85,5 +94,7 @@ rule encoder_rerank:
         doc_fields=MATH["doc_fields"],
         query_fields=MATH["query_fields"],
         extensions=".cache/torch_extensions",
+        device=MATH["device"],
+        precision=MATH["precision"],
     script:
         "../../scripts/encoder_rerank.py"
