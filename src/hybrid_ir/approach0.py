@@ -32,8 +32,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from hybrid_ir.errors import HybridIRError, InputFormatError
+from hybrid_ir.formats import read_records
 from hybrid_ir.runs import Run, add_entry, canonicalize
-from hybrid_ir.structure import formulas_in
+from hybrid_ir.structure import DocumentTemplate, Terms, formulas_in
 
 MARKER = "index-complete.json"
 _EXAMPLE_CHARS = 80
@@ -66,6 +67,25 @@ def _engine_output_discarded() -> Iterator[None]:
 
 def index_is_complete(index_dir: str | Path) -> bool:
     return (Path(index_dir) / MARKER).is_file()
+
+
+def index_corpus(
+    corpus: str | Path,
+    template: DocumentTemplate,
+    terms: Terms,
+    index_dir: str | Path,
+    max_unparsed_rate: float,
+) -> dict:
+    """:func:`build_index` of every record of a canonical corpus as ``template`` renders it.
+
+    The records are streamed, never held together: ARQMath's 1.4M answers are several GB of
+    JSON Lines. A first pass counts the lines, for the progress bar's total.
+    """
+    where = str(corpus)
+    with open(corpus, "rb") as handle:
+        total = sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
+    documents = ((str(r["id"]), template.render(r, terms, where)) for r in read_records(corpus))
+    return build_index(documents, index_dir, max_unparsed_rate, where=where, total=total)
 
 
 def build_index(
