@@ -17,15 +17,18 @@ Scores of dense (x, y, z are unjudged):
 
 from __future__ import annotations
 
+import argparse
 import csv
+import importlib.metadata
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
 
-from hybrid_ir.cli import main
+from hybrid_ir.cli import build_parser, main
 
 QRELS = "q1 0 a 1\nq1 0 b 0\nq2 0 c 2\nq2 0 d 0\nq3 0 e 1\nq3 0 f 1\nq4 0 g 1\n"
 DENSE = [("q1", "a", 3), ("q1", "x", 2), ("q2", "d", 3), ("q2", "c", 2), ("q3", "e", 3),
@@ -402,6 +405,7 @@ def test_check_passes_and_fails(capsys, tmp_path):
         ("convert", "convert a raw collection to canonical files"),
         ("index", "build a Lucene BM25 index"),
         ("search", "BM25 top-k run"),
+        ("compare", "compare runs with a baseline per measure"),
     ],
 )
 def test_help_of_each_subcommand_says_what_it_does(capsys, command, says):
@@ -418,8 +422,71 @@ def test_top_level_help_lists_the_subcommands(capsys):
         main(["--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    for command in ("evaluate", "fuse", "crossval", "check"):
+    for command in ("evaluate", "fuse", "crossval", "check", "compare"):
         assert command in out
+
+
+def _parsers() -> list[tuple[str, argparse.ArgumentParser]]:
+    """The top-level parser and every subcommand's, nested ones included."""
+    found = [("hybrid-ir", build_parser())]
+    for name, parser in found:  # grows while iterating: breadth-first
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found += [(f"{name} {sub}", child) for sub, child in action.choices.items()]
+    return found
+
+
+def test_every_subcommand_is_walked():
+    names = {name for name, _ in _parsers()}
+    assert {"hybrid-ir compare", "hybrid-ir manifest add", "hybrid-ir evaluate"} <= names
+    assert len(names) == 14
+
+
+@pytest.mark.parametrize("name, parser", _parsers(), ids=lambda v: v if isinstance(v, str) else "")
+def test_help_has_no_restructuredtext_markup(name, parser):
+    text = parser.format_help()
+    assert text.startswith(f"usage: {name}")
+    assert "``" not in text
+    assert re.search(r":(func|class|mod|meth|attr|data|ref):", text) is None
+
+
+@pytest.mark.parametrize("name, parser", _parsers(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_option_states_its_default(name, parser):
+    """An option that takes a value and may be left out says what it is when left out."""
+    help_text = " ".join(parser.format_help().split())
+    for action in parser._actions:
+        if not action.option_strings or isinstance(
+            action, argparse._HelpAction | argparse._VersionAction
+        ):
+            continue
+        assert action.help, f"{name} {action.option_strings} has no help"
+        if action.required or action.nargs == 0:  # required, or a flag
+            continue
+        assert "default" in parser._get_formatter()._get_help_string(action), (
+            f"{name} {action.option_strings[-1]} does not state its default"
+        )
+    assert "%(default)" not in help_text
+
+
+def test_measures_defaults_are_stated(capsys):
+    texts = {}
+    for command in ("evaluate", "crossval", "compare"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        texts[command] = " ".join(capsys.readouterr().out.split())
+    assert "(default: beir, i.e. nDCG@10 R@100 R@1000)" in texts["evaluate"]
+    assert "(default: arqmath, unlike evaluate's beir)" in texts["crossval"]
+    assert "(default: arqmath)" in texts["compare"]
+    assert "--format {md,csv,json} output: a Markdown table, CSV" in texts["evaluate"]
+    assert "random sign flips of the randomization test" in texts["compare"]
+    assert "(default: 10000)" in texts["compare"] and "(default: 1234)" in texts["compare"]
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"hybrid-ir {importlib.metadata.version('hybrid-ir')}\n"
 
 
 def test_missing_subcommand_is_a_usage_error(capsys):
@@ -474,3 +541,28 @@ def test_missing_file_is_one_line(capsys, files, tmp_path):
     assert code == 1
     assert err.startswith("hybrid-ir error: ") and err.count("\n") == 1
     assert str(missing) in err
+
+
+def test_counts_print_as_integers(capsys, files):
+    code, out, err = _run(
+        capsys,
+        ["evaluate", "--qrels", files["qrels"], "--run", files["dense"],
+         "--measures", "Rel_Ret", "NumRet", "NumRel", "P@1", "--per-query"],
+    )  # fmt: skip
+    assert code == 0, err
+    run = files["dense"]
+    # NumRel's mean over the 4 topics (1 + 1 + 2 + 1) / 4 keeps its fraction; P@1 of 1 stays
+    # a fraction of 1.
+    assert out.splitlines()[2:] == [
+        f"| {run} | all | 1 | 2 | 1.2500 | 0.5000 |",
+        f"| {run} | q1 | 0 | 2 | 1 | 1.0000 |",
+        f"| {run} | q2 | 1 | 2 | 1 | 0.0000 |",
+        f"| {run} | q3 | 0 | 3 | 2 | 1.0000 |",
+        f"| {run} | q4 | 0 | 1 | 1 | 0.0000 |",
+    ]
+    code, out, err = _run(
+        capsys,
+        ["evaluate", "--qrels", files["qrels"], "--run", files["dense"], "--measures", "Rel_Ret",
+         "NumRet", "--format", "csv"],
+    )  # fmt: skip
+    assert out.splitlines()[1].endswith(",1,2")

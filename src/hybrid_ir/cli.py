@@ -1,4 +1,4 @@
-"""The ``hybrid-ir`` command: the package's steps outside Snakemake, for one's own files."""
+"""The hybrid-ir command: the package's steps outside Snakemake, for one's own files."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ import argparse
 import csv
 import json
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 from hybrid_ir import paths
 from hybrid_ir.errors import HybridIRError
 from hybrid_ir.formats import MAX_RELEVANCE, atomic_output, relevance_limit
+from hybrid_ir.stats import PERMUTATIONS, RANDOMIZATION_SEED
 
 
 def _manifest_from_sources(args: argparse.Namespace) -> None:
@@ -94,9 +96,35 @@ def _search(args: argparse.Namespace) -> None:
     print(f"{lines} lines written to {args.output}")
 
 
+# ir_measures measures whose per-topic values are counts (NumRelRet is NumRet with rel=).
+_COUNT_MEASURES = ("NumQ", "NumRel", "NumRet")
+
+
+def _count_columns(measures: list[str]) -> set[str]:
+    """Columns whose values are counts: totals such as Rel_Ret, and ir_measures' Num*."""
+    from hybrid_ir.evaluate import resolve_measures
+
+    return {
+        column.name
+        for column in resolve_measures(measures)
+        if column.total or (column.measure is not None and column.measure.NAME in _COUNT_MEASURES)
+    }
+
+
 def _evaluate(args: argparse.Namespace) -> None:
     from hybrid_ir.evaluate import evaluate, load_qrels
     from hybrid_ir.runs import read_run, topic_sort_key
+
+    counts = _count_columns(args.measures)
+
+    def counted(values: dict[str, float | None]) -> dict[str, float | int | None]:
+        # A count prints as 1000, not 1000.0000; a mean of counts keeps its fraction.
+        return {
+            column: int(value)
+            if column in counts and value is not None and float(value).is_integer()
+            else value
+            for column, value in values.items()
+        }
 
     qrels = load_qrels(args.qrels)
     rows = []
@@ -104,15 +132,30 @@ def _evaluate(args: argparse.Namespace) -> None:
         run = read_run(path, run_format=args.run_format)
         names = (args.qrels, path)
         evaluation = evaluate(qrels, run, args.measures, names, args.allow_disjoint)
-        rows.append({"run": path, "topic": "all", **evaluation.aggregate})
+        rows.append({"run": path, "topic": "all", **counted(dict(evaluation.aggregate))})
         if args.per_query:
             topics = {topic for scores in evaluation.per_query.values() for topic in scores}
             for topic in sorted(topics, key=topic_sort_key):
                 values = {
                     column: scores.get(topic) for column, scores in evaluation.per_query.items()
                 }
-                rows.append({"run": path, "topic": topic, **values})
+                rows.append({"run": path, "topic": topic, **counted(values)})
     _print_rows(rows, args.format)
+
+
+def _compare(args: argparse.Namespace) -> None:
+    from hybrid_ir.compare import RENDERERS, compare_runs
+    from hybrid_ir.evaluate import load_qrels
+    from hybrid_ir.runs import read_run
+
+    def load(path: str) -> tuple[str, dict]:
+        return path, read_run(path, run_format=args.run_format)
+
+    table = compare_runs(
+        (args.qrels, load_qrels(args.qrels)), load(args.baseline),
+        [load(path) for path in args.runs], args.measures, args.permutations, args.seed, args.holm,
+    )  # fmt: skip
+    print(RENDERERS[args.format](table), end="")
 
 
 def _print_rows(rows: list[dict], style: str) -> None:
@@ -207,7 +250,7 @@ def _add_input_options(parser: argparse.ArgumentParser, qrels: bool = True) -> N
 
 
 # Options that count something: a value below 1 is refused as a one-line error (exit 1).
-_POSITIVE_OPTIONS = ("depth", "folds", "threads", "max_relevance")
+_POSITIVE_OPTIONS = ("depth", "folds", "threads", "max_relevance", "permutations")
 
 
 def _check_positive(args: argparse.Namespace) -> None:
@@ -218,34 +261,74 @@ def _check_positive(args: argparse.Namespace) -> None:
             raise HybridIRError(f"{option} must be at least 1, got {value}")
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Ends an option's help with its default, unless the help states it already; an option
+    without a value to state (a flag, a required one) keeps its help as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (
+            "default" in text
+            or not action.option_strings
+            or action.required
+            or action.default in (None, False, argparse.SUPPRESS)
+        ):
+            return action.help
+        default = action.default
+        if isinstance(default, list):
+            default = " ".join(map(str, default)) or "none"
+        # argparse expands %-formats in help strings.
+        return f"{text} (default: {str(default).replace('%', '%%')})".lstrip()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hybrid-ir", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="hybrid-ir", description=__doc__, formatter_class=_HelpFormatter
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"%(prog)s {version('hybrid-ir')}",
+        help="print the package version and exit",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, **options) -> argparse.ArgumentParser:
-        # ``help`` alone shows only in ``hybrid-ir --help``; as the description it also heads
-        # the subcommand's own ``--help``.
-        return commands.add_parser(name, description=options.get("help"), **options)
+        # help alone shows only in hybrid-ir --help; as the description it also heads the
+        # subcommand's own --help.
+        return commands.add_parser(
+            name, description=options.get("help"), formatter_class=_HelpFormatter, **options
+        )
 
     manifest = command("manifest", help="write raw-file manifest rows (path, sha256, size)")
     manifest_commands = manifest.add_subparsers(dest="manifest_command", required=True)
     add = manifest_commands.add_parser(
         "add",
+        formatter_class=_HelpFormatter,
         help="add (or update) the rows of files put in the mirror, e.g. a full collection",
         description="add (or update) the rows of files put in the mirror, e.g. a full collection",
     )
     add.add_argument("files", nargs="+", help="files inside the mirror folder")
     add.add_argument("--mirror", default=None, help="mirror folder (default: $HYBRID_IR_MIRROR)")
-    add.add_argument("--manifest", default="workflow/resources/manifest.tsv")
-    add.add_argument("--url", default=None, help="https URL the files can be downloaded from")
+    add.add_argument(
+        "--manifest", default="workflow/resources/manifest.tsv", help="manifest to update"
+    )
+    add.add_argument(
+        "--url",
+        default=None,
+        help="https URL the files can be downloaded from (default: none, mirror only)",
+    )
     add.set_defaults(handler=_manifest_add)
     sources = manifest_commands.add_parser(
         "from-sources",
+        formatter_class=_HelpFormatter,
         help="rebuild the whole manifest from a mirror's SOURCES.md",
         description="rebuild the whole manifest from a mirror's SOURCES.md",
     )
     sources.add_argument("sources", help="SOURCES.md at the root of the mirror's data folder")
-    sources.add_argument("-o", "--output", default="workflow/resources/manifest.tsv")
+    sources.add_argument(
+        "-o", "--output", default="workflow/resources/manifest.tsv", help="manifest to write"
+    )
     sources.set_defaults(handler=_manifest_from_sources)
 
     config = command(
@@ -253,7 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="print each model's effective training settings for config.yaml and overlays, "
         "merged as Snakemake merges --configfile",
     )
-    config.add_argument("--configfile", nargs="*", default=[], help="overlays, lowest first")
+    config.add_argument(
+        "--configfile", nargs="*", default=[], help="overlays, lowest priority first"
+    )
     config.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
     config.set_defaults(handler=_config)
 
@@ -261,40 +346,69 @@ def build_parser() -> argparse.ArgumentParser:
         "fetch", help="copy raw files from the mirror (or download them) and verify sha256"
     )
     fetch.add_argument("paths", nargs="+", help="manifest paths, e.g. cf/original/cfquery")
-    fetch.add_argument("--manifest", default="workflow/resources/manifest.tsv")
+    fetch.add_argument(
+        "--manifest", default="workflow/resources/manifest.tsv", help="manifest of the raw files"
+    )
     fetch.add_argument("--mirror", default=None, help="mirror folder (default: $HYBRID_IR_MIRROR)")
-    fetch.add_argument("--output-dir", default=None, help=f"default: {paths.raw('')}")
+    fetch.add_argument(
+        "--output-dir",
+        default=None,
+        help=f"folder the files are copied into, under their manifest paths (default: "
+        f"{paths.raw('')})",
+    )
     fetch.set_defaults(handler=_fetch)
 
     convert = command("convert", help="convert a raw collection to canonical files")
     convert.add_argument("reader", help="reader name, e.g. cf, beir, scifact_allenai_csv")
-    convert.add_argument("--source", action="append", default=[], metavar="ROLE=PATH")
+    convert.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        metavar="ROLE=PATH",
+        help="a raw file and the reader's role for it; repeat for each (default: none)",
+    )
     convert.add_argument("--topics", nargs="*", default=[], help="topic set names")
     convert.add_argument("--qrels", nargs="*", default=[], help="qrels set names")
     convert.add_argument("--tables", nargs="*", default=[], help="extra table names")
     convert.add_argument("--no-corpus", action="store_true", help="the reader has no corpus")
-    convert.add_argument("-o", "--output-dir", required=True)
+    convert.add_argument("-o", "--output-dir", required=True, help="folder of the canonical files")
     convert.set_defaults(handler=_convert)
 
     index = command("index", help="build a Lucene BM25 index from corpus JSONL")
-    index.add_argument("corpus")
-    index.add_argument("index")
-    index.add_argument("--layout", choices=["flat", "multifield"], default="flat")
-    index.add_argument("--threads", type=int, default=1)
+    index.add_argument("corpus", help="canonical corpus JSONL")
+    index.add_argument("index", help="index folder to write")
+    index.add_argument(
+        "--layout",
+        choices=["flat", "multifield"],
+        default="flat",
+        help="flat: title and text in one field; multifield: one field each",
+    )
+    index.add_argument("--threads", type=int, default=1, help="indexing threads")
     index.set_defaults(handler=_index)
 
     search = command("search", help="BM25 top-k run (TREC format) for topics JSONL")
-    search.add_argument("index")
-    search.add_argument("topics")
-    search.add_argument("-o", "--output", required=True)
-    search.add_argument("--layout", choices=["flat", "multifield"], default="flat")
-    search.add_argument("--k1", type=float, default=0.9)
-    search.add_argument("--b", type=float, default=0.4)
+    search.add_argument("index", help="index folder (hybrid-ir index)")
+    search.add_argument("topics", help="canonical topics JSONL")
+    search.add_argument("-o", "--output", required=True, help="run file to write")
+    search.add_argument(
+        "--layout",
+        choices=["flat", "multifield"],
+        default="flat",
+        help="the index's layout, as built",
+    )
+    search.add_argument("--k1", type=float, default=0.9, help="BM25 k1")
+    search.add_argument("--b", type=float, default=0.4, help="BM25 b")
     search.add_argument("--depth", type=int, default=1000, help="documents kept per topic")
-    search.add_argument("--remove-query", action="store_true")
-    search.add_argument("--query-fields", nargs="+", default=["title", "text"])
-    search.add_argument("--tag", default="bm25")
-    search.add_argument("--threads", type=int, default=1)
+    search.add_argument(
+        "--remove-query",
+        action="store_true",
+        help="drop a hit whose id is the topic's own id (a collection that holds its queries)",
+    )
+    search.add_argument(
+        "--query-fields", nargs="+", default=["title", "text"], help="topic fields of the query"
+    )
+    search.add_argument("--tag", default="bm25", help="run tag")
+    search.add_argument("--threads", type=int, default=1, help="search threads")
     search.set_defaults(handler=_search)
 
     evaluate = command(
@@ -304,9 +418,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("--qrels", required=True, help="TREC qrels")
     evaluate.add_argument("--run", nargs="+", required=True, help="TREC or ARQMath-TSV runs")
-    evaluate.add_argument("--measures", nargs="+", default=["beir"], help="sets and/or names")
+    evaluate.add_argument(
+        "--measures",
+        nargs="+",
+        default=["beir"],
+        help="measure sets and/or ir_measures names (default: beir, i.e. nDCG@10 R@100 R@1000)",
+    )
     evaluate.add_argument("--per-query", action="store_true", help="also print each topic")
-    evaluate.add_argument("--format", choices=["md", "csv", "json"], default="md")
+    evaluate.add_argument(
+        "--format",
+        choices=["md", "csv", "json"],
+        default="md",
+        help="output: a Markdown table, CSV or a JSON list of rows",
+    )
     evaluate.add_argument(
         "--allow-disjoint",
         action="store_true",
@@ -322,12 +446,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crossval.add_argument("dense", help="run whose weight is alpha")
     crossval.add_argument("base", help="run whose weight is 1 - alpha")
-    crossval.add_argument("--qrels", required=True)
-    crossval.add_argument("--measures", nargs="+", default=["arqmath"])
-    crossval.add_argument("--folds", type=int, default=5)
-    crossval.add_argument("--seed", type=int, default=1234)
+    crossval.add_argument("--qrels", required=True, help="TREC qrels")
     crossval.add_argument(
-        "--alphas", type=float, nargs="+", default=[round(0.1 * i, 1) for i in range(1, 10)]
+        "--measures",
+        nargs="+",
+        default=["arqmath"],
+        help="measure sets and/or ir_measures names (default: arqmath, unlike evaluate's beir)",
+    )
+    crossval.add_argument("--folds", type=int, default=5, help="number of folds")
+    crossval.add_argument("--seed", type=int, default=1234, help="seed of the fold split")
+    crossval.add_argument(
+        "--alphas",
+        type=float,
+        nargs="+",
+        default=[round(0.1 * i, 1) for i in range(1, 10)],
+        help="alphas tried on each fold",
     )
     crossval.add_argument(
         "--legacy",
@@ -335,7 +468,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="pya0 crossvalidate.py's folds and fold means (numpy shuffle, 4-decimal rounding)",
     )
     crossval.add_argument("--depth", type=int, default=1000, help="documents kept per topic")
-    crossval.add_argument("-o", "--output", help="write the full report (JSON) here")
+    crossval.add_argument(
+        "-o", "--output", help="write the full report (JSON) here (default: none, table only)"
+    )
     _add_input_options(crossval)
     crossval.set_defaults(handler=_crossval)
 
@@ -344,21 +479,81 @@ def build_parser() -> argparse.ArgumentParser:
         help="fuse runs: linear (min-max, alpha on the first run), rerank, combsum, borda, isr, "
         "log_isr, rrf, interleave (eta on the first run), score_hybrid (lam on the first run)",
     )
-    fuse.add_argument("--method", required=True)
-    fuse.add_argument("--alpha", type=float, help="linear: weight of the first (dense) run")
+    fuse.add_argument("--method", required=True, help="fusion method, one of the above")
+    fuse.add_argument(
+        "--alpha",
+        type=float,
+        help="linear: weight of the first (dense) run (no default: linear needs it)",
+    )
     fuse.add_argument("--k", type=int, help="rrf: the constant k (default 60)")
-    fuse.add_argument("--eta", type=float, help="interleave: share of the first run")
-    fuse.add_argument("--lam", type=float, help="score_hybrid: weight of the first (dense) run")
+    fuse.add_argument(
+        "--eta",
+        type=float,
+        help="interleave: share of the first run (no default: interleave needs it)",
+    )
+    fuse.add_argument(
+        "--lam",
+        type=float,
+        help="score_hybrid: weight of the first (dense) run (no default: score_hybrid needs it)",
+    )
     fuse.add_argument("--depth", type=int, default=1000, help="documents kept per topic")
     fuse.add_argument("--tag", default=None, help="run tag (default: the method)")
     fuse.add_argument("runs", nargs="+", help="TREC or ARQMath-TSV run files")
-    fuse.add_argument("-o", "--output", default=None)
+    fuse.add_argument(
+        "-o", "--output", default=None, help="run file to write (default: METHOD.trec)"
+    )
     _add_input_options(fuse, qrels=False)
     fuse.set_defaults(handler=_fuse)
 
     check = command("check", help="fail unless every expected-score check passed")
-    check.add_argument("summary", nargs="?", default=paths.checks("summary.tsv"))
+    check.add_argument(
+        "summary",
+        nargs="?",
+        default=paths.checks("summary.tsv"),
+        help=f"the checks' summary (default: {paths.checks('summary.tsv')})",
+    )
     check.set_defaults(handler=_check)
+
+    compare = command(
+        "compare",
+        help="compare runs with a baseline per measure: scores, difference, two-tailed paired "
+        "t-test and randomization test p-values, on the topics each run shares with the "
+        "baseline and the qrels",
+    )
+    compare.add_argument("runs", nargs="+", help="TREC or ARQMath-TSV runs to compare")
+    compare.add_argument("--baseline", required=True, help="the run every run is compared with")
+    compare.add_argument("--qrels", required=True, help="TREC qrels")
+    compare.add_argument(
+        "--measures",
+        nargs="+",
+        default=["arqmath"],
+        help="measure sets and/or ir_measures names (default: arqmath)",
+    )
+    compare.add_argument(
+        "--permutations",
+        type=int,
+        default=PERMUTATIONS,
+        help="random sign flips of the randomization test; all 2^n are enumerated when that "
+        f"is no more (default: {PERMUTATIONS})",
+    )
+    compare.add_argument(
+        "--seed", type=int, default=RANDOMIZATION_SEED, help="seed of the random sign flips"
+    )
+    compare.add_argument(
+        "--holm",
+        action="store_true",
+        help="add Holm–Bonferroni-adjusted p-values across the runs of each measure (the "
+        "significance markers then follow them)",
+    )
+    compare.add_argument(
+        "--format",
+        choices=["md", "csv", "latex"],
+        default="md",
+        help="output: a Markdown table with notes, CSV with every p-value unrounded, or a "
+        "LaTeX (booktabs) table",
+    )
+    _add_input_options(compare)
+    compare.set_defaults(handler=_compare)
     return parser
 
 
