@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import make_tiny_bert
+from test_dpr import DOCUMENTS
+from test_pretrain import DOCS, MATH
 from transformers import BertModel
 
 from hybrid_ir.errors import ConfigError, HybridIRError
@@ -34,22 +36,8 @@ RTOL = 1e-4
 DEADLINE_S = 120
 """A launch whose rank died must have failed well before this (a hang would not)."""
 
-DOCS = [
-    [f"let x be {w} number." for w in ("prime", "the", "a")],
-    ["prove the norm inequality.", "show the root of <x> <supscript> <2>.", "find the sum."],
-    ["the integral of the function.", "let p be prime.", "find k and n."],
-    ["the matrix norm.", "we show it.", "the value of q."],
-    ["let y be the root.", "prove it for n.", "sum of k."],
-]
-MATH = ["<x>", "<supscript>", "<2>", "<A>"]
 SETTINGS = dict(steps=8, batch_size=4, lr=1e-3, max_length=32, seed=7, checkpoint_every=4,
                 eval_every=4, heldout=0.2)  # fmt: skip
-DOCUMENTS = {
-    "d1": "prove the prime number inequality",
-    "d2": "the integral of the function",
-    "d3": "matrix norm and root",
-    "d4": "sum of k and n",
-}
 TRIPLETS = [
     {"query_id": f"q{i}", "query": query, "positive_id": pos, "positive": DOCUMENTS[pos],
      "negative_id": neg, "negative": DOCUMENTS[neg]}
