@@ -1,5 +1,7 @@
 from snakemake.utils import min_version
 
+from hybrid_ir.checks import run_summary
+
 min_version("9.0")
 
 
@@ -27,6 +29,16 @@ if config["math_models"]:
 include: "workflow/rules/fuse.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/tables.smk"
+
+
+# The job log runs to thousands of lines; its last lines say whether the run worked and where
+# its results are.
+onsuccess:
+    print(run_summary(succeeded=True))
+
+
+onerror:
+    print(run_summary(succeeded=False))
 
 
 rule all:

@@ -551,10 +551,10 @@ def test_counts_print_as_integers(capsys, files):
     )  # fmt: skip
     assert code == 0, err
     run = files["dense"]
-    # NumRel's mean over the 4 topics (1 + 1 + 2 + 1) / 4 keeps its fraction; P@1 of 1 stays
-    # a fraction of 1.
+    # Every count is summed over the 4 topics, as trec_eval sums it (NumRet 2 + 2 + 3 + 1,
+    # NumRel 1 + 1 + 2 + 1); P@1 of 1 stays a fraction of 1.
     assert out.splitlines()[2:] == [
-        f"| {run} | all | 1 | 2 | 1.2500 | 0.5000 |",
+        f"| {run} | all | 1 | 8 | 5 | 0.5000 |",
         f"| {run} | q1 | 0 | 2 | 1 | 1.0000 |",
         f"| {run} | q2 | 1 | 2 | 1 | 0.0000 |",
         f"| {run} | q3 | 0 | 3 | 2 | 1.0000 |",
@@ -565,4 +565,4 @@ def test_counts_print_as_integers(capsys, files):
         ["evaluate", "--qrels", files["qrels"], "--run", files["dense"], "--measures", "Rel_Ret",
          "NumRet", "--format", "csv"],
     )  # fmt: skip
-    assert out.splitlines()[1].endswith(",1,2")
+    assert out.splitlines()[1].endswith(",1,8")

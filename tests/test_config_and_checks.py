@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hybrid_ir.checks import assert_all_passed, run_checks, write_summary
+from hybrid_ir.checks import CheckResult, assert_all_passed, run_checks, run_summary, write_summary
 from hybrid_ir.config import validate_config
 from hybrid_ir.errors import CheckFailed, ConfigError
 
@@ -263,3 +263,40 @@ def test_expected_runs_without_a_topic_set_are_named(tmp_path):
     )
     with pytest.raises(ConfigError, match=r"pins.yaml: .* with 'runs' needs a 'topics' key"):
         load_expected([path])
+
+
+def test_run_summary_counts_checks_tables_and_figures(tmp_path: Path):
+    results = [
+        CheckResult("scifact", "bm25-flat (test qrels)", "nDCG@10", 0.6789, 0.6789, 5e-05, "PASS"),
+        CheckResult("cf", "bm25-flat (binary qrels)", "P@10", 0.459, 0.47, 5e-05, "FAIL"),
+        CheckResult("cf", "bm25-flat (index)", "documents", 1239, 1239, 0, "PASS"),
+    ]
+    write_summary(results, tmp_path / "results/checks/summary.tsv")
+    tables, figures = tmp_path / "results/tables", tmp_path / "results/figures"
+    tables.mkdir(parents=True)
+    figures.mkdir()
+    # Two tables in three formats each, a per-topic TSV that is no table of its own.
+    for name in ("bm25.md", "bm25.csv", "t1.md", "t1.tex", "t1.csv", "t1.per_query.tsv"):
+        (tables / name).write_text("x")
+    for name in ("fig2.png", "fig2.svg", "fig3.png"):
+        (figures / name).write_text("x")
+    lines = run_summary(tmp_path).splitlines()
+    assert lines == [
+        "hybrid-ir: the workflow finished.",
+        "Checks: 2 passed, 1 failed (results/checks/summary.tsv).",
+        "  FAILED cf bm25-flat (binary qrels) P@10: expected 0.459 +- 5e-05, got 0.470000",
+        "Tables: 2 in results/tables/ (md, tex, csv).",
+        "Figures: 2 in results/figures/ (png, svg).",
+    ]
+    (tmp_path / "results/report.html").write_text("<html>")
+    assert run_summary(tmp_path).splitlines()[-1] == "Report: results/report.html."
+
+
+def test_run_summary_after_an_error_without_results(tmp_path: Path):
+    lines = run_summary(tmp_path, succeeded=False).splitlines()
+    assert lines[0].startswith("hybrid-ir: the workflow stopped with an error")
+    assert lines[1:] == [
+        "Checks: not run (results/checks/summary.tsv does not exist).",
+        "Tables: none in results/tables/.",
+        "Figures: none in results/figures/.",
+    ]

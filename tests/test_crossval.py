@@ -24,6 +24,7 @@ from hybrid_ir.crossval import (
     fold_assignment_table,
     grid,
     grid_search,
+    report,
     tune,
 )
 from hybrid_ir.errors import HybridIRError
@@ -94,6 +95,38 @@ def test_legacy_compares_scores_as_trec_eval_prints_them():
     legacy = cross_validate(scores, folds, mode="legacy")
     assert legacy.params == ["low", "low"]
     assert legacy.mean_test_score == 0.5
+
+
+@pytest.mark.parametrize("mode", ["default", "legacy"])
+def test_a_count_is_summed_over_topics_and_folds(mode):
+    # Relevant retrieved per topic: a wins on t1..t4, b on t5, t6.
+    counts = {
+        "a": {"t1": 3, "t2": 5, "t3": 2, "t4": 4, "t5": 0, "t6": 1},
+        "b": {"t1": 1, "t2": 1, "t3": 1, "t4": 1, "t5": 6, "t6": 7},
+    }
+    # fold 0 trains on t3..t6: a 7, b 15 -> b, tests 1 + 1 = 2; fold 1 trains on t1, t2, t5,
+    # t6: a 9, b 15 -> b, tests 1 + 1; fold 2 trains on t1..t4: a 14, b 4 -> a, tests 0 + 1.
+    result = cross_validate(counts, HAND_FOLDS, mode=mode, total=True)
+    assert result.params == ["b", "b", "a"]
+    assert [fold.train_score for fold in result.folds] == [15, 15, 14]
+    assert [fold.test_score for fold in result.folds] == [2, 2, 1]
+    assert result.mean_test_score == 5 == sum(result.per_topic.values())
+    assert isinstance(result.mean_test_score, int)
+    assert report({"Rel_Ret": result})["columns"]["Rel_Ret"]["total"] is True
+
+
+def test_crossvalidate_linear_sums_counts_as_evaluate_does():
+    dense, base, qrels = _toy_runs()
+    result = crossvalidate_linear(dense, base, qrels, ["arqmath"], k_folds=3, seed=PAPER_SEED)
+    rel_ret = result["Rel_Ret"]
+    assert rel_ret.total and not result["nDCG'"].total
+    # The cross-validated count is the count of the per-fold-alpha run over every topic.
+    assert rel_ret.mean_test_score == sum(rel_ret.per_topic.values())
+    assert rel_ret.mean_test_score == sum(fold.test_score for fold in rel_ret.folds)
+    for fold in rel_ret.folds:
+        fused = linear(dense, base, fold.param)
+        counted = evaluate(qrels, fused, ["Rel_Ret"]).per_query["Rel_Ret"]
+        assert fold.test_score == sum(counted[topic] for topic in fold.topics)
 
 
 def test_tune_cross_validates_each_metric_separately():

@@ -58,6 +58,20 @@ def test_arqmath_prime_measures_by_hand():
     assert evaluation.aggregate["Rel_Ret"] == 2  # a total, not a mean
 
 
+def test_every_count_is_an_integer_summed_over_topics():
+    evaluation = evaluate(ARQ_QRELS, ARQ_RUN, ["NumQ", "NumRet", "NumRel", "NumRelRet", "Rel_Ret"])
+    # Every qrels topic counts (T3 unanswered: 0); T9, unjudged, does not.
+    assert evaluation.per_query["NumRet"] == {"T1": 6, "T2": 1, "T3": 0}
+    assert evaluation.aggregate["NumRet"] == 7
+    assert evaluation.per_query["NumRel"] == {"T1": 4, "T2": 1, "T3": 1}  # relevance >= 1
+    assert evaluation.aggregate["NumRelRet"] == 3  # d3, d1, d2 of T1 at relevance >= 1
+    for column in ("NumQ", "NumRet", "NumRel", "NumRelRet", "Rel_Ret"):
+        assert all(type(value) is int for value in evaluation.per_query[column].values())
+        assert type(evaluation.aggregate[column]) is int
+        assert evaluation.aggregate[column] == sum(evaluation.per_query[column].values())
+    assert [c.name for c in resolve_measures(["NumRet", "nDCG@10"]) if c.total] == ["NumRet"]
+
+
 def test_prime_equals_removing_unjudged_documents_by_hand():
     prime_run = {
         topic: {doc: score for doc, score in docs.items() if doc in ARQ_QRELS.get(topic, {})}

@@ -7,6 +7,7 @@ import logging
 import math
 from pathlib import Path
 
+import matplotlib.colors
 import matplotlib.image
 import pytest
 import yaml
@@ -16,19 +17,29 @@ from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.figures import (
     DPI,
     FIGSIZE,
+    PALETTE,
     draw,
     fused_rank_rows,
     head_to_head,
+    head_to_head_figure,
     label_bar_figure,
     label_panels,
+    loss_curves,
+    loss_figure,
     metric_at_k,
     metric_vs_parameter,
+    metric_vs_parameter_figure,
     pr_curves,
+    pr_curves_figure,
+    rank_scatter_figure,
     read_topic_labels,
     recall_at_k_curve,
+    recall_at_k_figure,
+    series_style,
     sweep_runs,
     sweep_styles,
     table_figure,
+    table_figure_of,
 )
 from hybrid_ir.runs import read_run
 
@@ -227,7 +238,15 @@ def test_by_label_draws_reproducibly(topic_labels, tmp_path):
     png, svg = paths
     assert matplotlib.image.imread(png).shape[:2] == (480, 960)  # 3 panels of 3.2 inches
     text = svg.read_text(encoding="utf-8")
-    for label in ("Proof (n=2)", "Medium (n=1)", "DPR", "A0", "RR by topic label", "category"):
+    for label in (
+        "Proof (n=2)",
+        "Medium (n=1)",
+        "DPR",
+        "A0",
+        "RR by topic label",
+        "category",
+        "mean RR",
+    ):
         assert f">{label}</text>" in text
     first = svg.read_bytes(), png.read_bytes()
     draw("by_label", BY_LABEL_SPEC, LABEL_RUNS, LABEL_QRELS, None, tmp_path / "f", topic_labels)
@@ -606,3 +625,140 @@ def test_new_figure_kinds_config_defaults_and_errors():
         bad["figures"][key].update(change)
         with pytest.raises(ConfigError, match=message):
             validate_config(bad, schema)
+
+
+# What a reader sees: measure names on the axes, the configured labels in the legend, one y
+# scale for panels of one measure, colours from the colour-blind-safe palette -------------------
+
+
+def _hex(color):
+    return matplotlib.colors.to_hex(color, keep_alpha=False).upper()
+
+
+def _legend_texts(legend):
+    return [text.get_text() for text in legend.get_texts()]
+
+
+def _run_line_colors(axes):
+    """The colours of the plotted series (not the grid or the rings marking a best point)."""
+    return {_hex(line.get_color()) for line in axes.get_lines() if line.get_label()[:1] != "_"}
+
+
+def test_series_styles_stay_distinct_past_the_palette():
+    styles = [series_style(index) for index in range(2 * len(PALETTE) + 1)]
+    keys = {(style["color"], style["marker"], style["linestyle"]) for style in styles}
+    assert len(keys) == len(styles)
+    assert {style["color"] for style in styles} == set(PALETTE)
+    assert styles[0]["linestyle"] == "-" and styles[len(PALETTE)]["linestyle"] == "--"
+    assert styles[len(PALETTE)]["color"] == styles[0]["color"]
+
+
+def test_curve_figures_label_axes_legend_and_palette():
+    figures = {
+        "pr": pr_curves_figure(CURVES, "CF"),
+        "recall": recall_at_k_figure(
+            {"BM25": {k: k / 100 for k in range(1, 101)}, "TF-IDF": {1: 0.2, 100: 0.7}}, "R"
+        ),
+        "ndcg": recall_at_k_figure({"VSR": {1: 0.4, 2: 0.45}}, "N", measure="NDCG"),
+        "sweep": metric_vs_parameter_figure(
+            [0.0, 0.5, 1.0], {"Hybrid": [0.4, 0.55, 0.48]}, "λ (weight of the dense run)",
+            "NDCG@10", "t", references={"VSR": 0.42, "Dense": 0.48},
+        ),
+    }  # fmt: skip
+    expected = {
+        "pr": ("Recall", "Interpolated precision", list(CURVES)),
+        "recall": ("k (documents retrieved)", "Recall@k", ["BM25", "TF-IDF"]),
+        "ndcg": ("k (documents retrieved)", "NDCG@k", ["VSR"]),
+        "sweep": ("λ (weight of the dense run)", "NDCG@10", ["Hybrid", "VSR", "Dense"]),
+    }
+    for name, figure in figures.items():
+        (axes,) = figure.axes
+        xlabel, ylabel, legend = expected[name]
+        assert (axes.get_xlabel(), axes.get_ylabel()) == (xlabel, ylabel), name
+        assert _legend_texts(axes.get_legend()) == legend, name
+        assert _run_line_colors(axes) <= set(PALETTE), name
+        assert len(_run_line_colors(axes)) == len(legend), name  # one colour per series
+    # every curve of a 0-1 measure on the 0-1 scale, so figures of one measure compare
+    assert figures["pr"].axes[0].get_ylim() == figures["ndcg"].axes[0].get_ylim()
+    assert figures["recall"].axes[0].get_ylim() == (-0.02, 1.02)
+
+
+def test_sweep_curves_keep_the_palette_for_the_runs():
+    labels = [f"λ = {value}" for value in (0.0, 0.5, 1.0)]
+    curves = {"VSR": CURVES["VSR"], **{label: CURVES["Hybrid"] for label in labels}}
+    figure = pr_curves_figure(curves, "t", sweep_styles(labels))
+    (axes,) = figure.axes
+    assert _legend_texts(axes.get_legend()) == ["VSR", *labels]
+    run, *swept = axes.get_lines()
+    assert _hex(run.get_color()) == PALETTE[0]
+    assert all(_hex(line.get_color()) not in PALETTE for line in swept)
+    assert {line.get_linestyle() for line in swept} == {"--"}
+    assert len({_hex(line.get_color()) for line in swept}) == len(labels)
+
+
+def test_loss_figure_one_panel_per_loss_with_units(tmp_path):
+    history = [
+        {"split": split, "step": step, "mlm": 10.0 - step, "nsp": 0.69}
+        for split, steps in (("train", range(4)), ("heldout", (0, 3)))
+        for step in steps
+    ]
+    figure = loss_figure(history, "MLM further pretraining: toy")
+    mlm, nsp = figure.axes
+    assert (mlm.get_xlabel(), nsp.get_xlabel()) == ("training step", "training step")
+    assert mlm.get_ylabel() == "MLM loss (cross-entropy, nats)"
+    assert nsp.get_ylabel() == "NSP loss (cross-entropy, nats)"
+    for axes in (mlm, nsp):
+        assert _legend_texts(axes.get_legend()) == ["training (each step)", "held-out"]
+        assert _run_line_colors(axes) == set(PALETTE[:2])
+    train, heldout = mlm.get_lines()
+    assert list(heldout.get_ydata()) == [10.0, 7.0]
+    assert (train.get_marker(), heldout.get_marker()) == ("none", "o")
+    no_nsp = [{**row, "nsp": 0.0} for row in history]
+    (only,) = loss_figure(no_nsp).axes
+    assert only.get_ylabel().startswith("MLM loss")
+    png, svg = loss_curves(history, tmp_path / "loss")
+    assert matplotlib.image.imread(png).shape[:2] == (FIGSIZE[1] * DPI, 2 * FIGSIZE[0] * DPI)
+    assert ">MLM loss (cross-entropy, nats)</text>" in svg.read_text(encoding="utf-8")
+
+
+def test_bar_figures_label_axes_legend_palette_and_shared_scale(topic_labels):
+    from hybrid_ir.evaluate import evaluate
+
+    scores = {
+        label: evaluate(LABEL_QRELS, run, ["RR"]).per_query["RR"]
+        for label, run in LABEL_RUNS.items()
+    }
+    panels = label_panels(scores, topic_labels, BY_LABEL_SPEC["labels"], LABEL_QRELS)
+    figure = label_bar_figure(panels, "mean RR", "t")
+    assert figure.axes[0].get_ylabel() == "mean RR"
+    (legend,) = figure.legends
+    assert _legend_texts(legend) == list(LABEL_RUNS)
+    assert len({axes.get_ylim() for axes in figure.axes}) == 1
+    for axes in figure.axes:
+        assert [_hex(bars[0].get_facecolor()) for bars in axes.containers] == list(PALETTE[:2])
+    rows = head_to_head(scores, topic_labels, "dependency", ["Text", "Formula", "Both"])
+    figure = head_to_head_figure(rows, list(LABEL_RUNS), "dependency", "RR", "t")
+    wins, means = figure.axes
+    assert (wins.get_ylabel(), means.get_ylabel()) == ("topics", "mean RR")
+    assert wins.get_xlabel() == means.get_xlabel() == "dependency"
+    assert _legend_texts(wins.get_legend()) == [*LABEL_RUNS, "tie"]
+    colors = [_hex(bars[0].get_facecolor()) for bars in wins.containers]
+    assert colors[:2] == list(PALETTE[:2])
+
+
+def test_rank_scatter_and_table_figures(fused_run):
+    rows = fused_rank_rows(read_run(fused_run), SCATTER_RUNS, SCATTER_QRELS, "A.219", 4)
+    figure = rank_scatter_figure(rows, list(SCATTER_RUNS), "A.219", max_rank=3)
+    (axes,) = figure.axes
+    assert (axes.get_xlabel(), axes.get_ylabel()) == (
+        "rank in the fused run",
+        "rank in the input run",
+    )
+    (legend,) = figure.legends
+    assert _legend_texts(legend)[:2] == list(SCATTER_RUNS)
+    assert _run_line_colors(axes) - {"#7F7F7F"} <= set(PALETTE)  # grey: the max_rank line
+    table = table_figure_of(["Collection", "#Documents"], [["Toy", "3"]], "Stats")
+    (axes,) = table.axes
+    assert axes.get_title() == "Stats"
+    cells = {cell.get_text().get_text() for cell in axes.tables[0].get_celld().values()}
+    assert cells == {"Collection", "#Documents", "Toy", "3"}

@@ -19,6 +19,7 @@ against the reference runs on the 4 shared topics.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -30,6 +31,7 @@ from scipy.stats import ttest_rel
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.tables import (
     Cell,
+    fill_note,
     largest_gain_notes,
     overlap_notes,
     render_latex,
@@ -319,7 +321,10 @@ def test_markdown_table(table):
     assert lines[0] == "# Toy table: 5_topics, 100% & co"
     assert lines[2] == "|  | run | P@1 | paper | Δ | RR | paper | Δ | Rel_Ret | paper | Δ |"
     assert lines[3] == "|" + "---|" * 11
-    assert lines[4] == "| Base_lines | Ref_BM25 | 0.000 | – | – | 0.417 | – | – | 4 | – | – |"
+    # The reference row is marked "(ref.)", never with the `*` of a significant difference.
+    assert lines[4] == (
+        "| Base_lines | Ref_BM25 (ref.) | 0.000 | – | – | 0.417 | – | – | 4 | – | – |"
+    )
     assert lines[5] == (
         "|  | Better 50% & more | 0.800* | 0.800 | +0.000 | 0.900** | 0.950 | -0.050 | 5 | 6 | -1 |"
     )
@@ -329,6 +334,8 @@ def test_markdown_table(table):
     )
     assert lines[8] == ""
     assert "reference row (Ref_BM25)" in lines[9]
+    assert lines[10] == "- (ref.): a reference row, the one the others are tested against."
+    assert sum("(ref.)" in line for line in lines[4:8]) == 1
     assert lines[-1] == "- A toy note."
     assert text.endswith("\n")
 
@@ -368,7 +375,7 @@ def test_markdown_without_published_values(tmp_path: Path):
     cells = {"a": {"RR": Cell(0.25)}, "b": {"RR": Cell(0.5, "*", 0.03)}}
     lines = render_markdown(spec, cells).splitlines()
     assert lines[2] == "|  | run | RR |"
-    assert lines[4:6] == ["| B | a | 0.250 |", "|  | b | 0.500* |"]
+    assert lines[4:6] == ["| B | a (ref.) | 0.250 |", "|  | b | 0.500* |"]
     assert not any("paper" in line for line in lines)
 
 
@@ -394,7 +401,10 @@ def test_latex_booktabs_and_escaping(table):
     assert text.count(r"\midrule") == 2  # below the header and between the two blocks
     assert text.count(r"\bottomrule") == 1
     assert lines.index(r"\bottomrule") > lines.index(r"\midrule")
-    assert r"Base\_lines & Ref\_BM25 & 0.000 & -- & -- & 0.417 & -- & -- & 4 & -- & -- \\" in lines
+    assert (
+        r"Base\_lines & Ref\_BM25 (ref.) & 0.000 & -- & -- & 0.417 & -- & -- & 4 & -- & -- \\"
+        in lines
+    )
     assert (
         r" & Better 50\% \& more & 0.800$^{*}$ & 0.800 & +0.000 & 0.900$^{**}$ & 0.950 & "
         r"-0.050 & 5 & 6 & -1 \\"
@@ -430,7 +440,8 @@ def test_csv_long_format(table, tmp_path: Path):
     with open(path, encoding="utf-8", newline="") as handle:
         rows = list(csv.reader(handle))
     assert rows[0] == [
-        "block", "run", "column", "value", "marker", "p_value", "published", "difference"
+        "block", "run", "column", "value", "marker", "p_value", "published", "difference",
+        "reference",
     ]  # fmt: skip
     assert len(rows) == 1 + 4 * 3
     assert [(row[1], row[2]) for row in rows[1:]] == [
@@ -445,9 +456,10 @@ def test_csv_long_format(table, tmp_path: Path):
     assert float(better[5]) == pytest.approx(_expected_p("better", "RR"), rel=1e-12)
     assert (better[6], float(better[7])) == ("0.95", pytest.approx(-0.05))
     assert float(records["Ref_BM25", "RR"][3]) == pytest.approx(25 / 60)
-    assert records["Ref_BM25", "RR"][4:] == ["", "", "", ""]
-    assert records["Other_run", "Rel_Ret"][3:] == ["", "", "", "", ""]
-    assert records["Better 50% & more", "Rel_Ret"][6:] == ["6.0", "-1.0"]
+    assert records["Ref_BM25", "RR"][4:] == ["", "", "", "", "true"]
+    assert records["Other_run", "Rel_Ret"][3:] == ["", "", "", "", "", "false"]
+    assert records["Better 50% & more", "Rel_Ret"][6:] == ["6.0", "-1.0", "false"]
+    assert {row[1] for row in rows[1:] if row[8] == "true"} == {"Ref_BM25"}
     for row in rows[1:]:
         if row[5]:
             assert row[4] == _marker(float(row[5]))
@@ -1135,3 +1147,89 @@ def test_published_value_for_a_column_a_table_without_groups_does_not_show(monke
         r"the table shows \(nDCG', MAP', P'@10, BPref\)",
     ):
         _validated(config)
+
+
+def test_bm25_table_prints_counts_as_integers(tmp_path: Path):
+    from hybrid_ir import paths
+    from hybrid_ir.tables import bm25_rows, write_csv, write_markdown
+
+    experiments = {
+        "arqmath": {"layouts": ["flat"], "topics": "t1", "qrels": {"t1": ["nDCG'", "Rel_Ret"]}}
+    }
+    evaluation = tmp_path / paths.evaluation("arqmath", "t1", "bm25-flat", "t1")
+    evaluation.parent.mkdir(parents=True)
+    evaluation.write_text(json.dumps({"aggregate": {"nDCG'": 0.25, "Rel_Ret": 118.0}}))
+    expected = [
+        {
+            "collection": "arqmath",
+            "runs": {"bm25-flat": {"t1": {"Rel_Ret": {"value": 118.0, "tolerance": 0}}}},
+        }
+    ]
+    rows = bm25_rows(experiments, expected, tmp_path)
+    assert [(row.metric, row.reproduced, row.status) for row in rows] == [
+        ("nDCG'", 0.25, "-"),
+        ("Rel_Ret", 118, "PASS"),
+    ]
+    write_markdown(rows, tmp_path / "bm25.md", "BM25", [])
+    assert "| bm25-flat | 0.2500 | – | 118 | 118 |" in (tmp_path / "bm25.md").read_text()
+    write_csv(rows, tmp_path / "bm25.csv")
+    records = list(csv.DictReader((tmp_path / "bm25.csv").open()))
+    assert [record["reproduced"] for record in records] == ["0.250000", "118"]
+
+
+def test_note_placeholders_take_numbers_from_the_cells(table):
+    spec, _, _, cells = table
+    note = (
+        "Better 50% & more: RR {row:Better 50% & more/RR} against the printed "
+        "{paper:Better 50% & more/RR}, Rel_Ret {row:Better 50% & more/Rel_Ret}, "
+        "P@1 {row:Better 50% & more/P@1} (reference {row:Ref_BM25/P@1})."
+    )
+    # Formatted as the cells print them: the table's 3 digits, counts whole, no t-test marker.
+    assert fill_note(spec, cells, note) == (
+        "Better 50% & more: RR 0.900 against the printed 0.950, Rel_Ret 5, P@1 0.800 "
+        "(reference 0.000)."
+    )
+    assert fill_note(spec, cells, "no placeholder: {x} 0.5/1") == "no placeholder: {x} 0.5/1"
+    noted = dataclasses.replace(spec, notes=("RR is {row:Other_run/RR}.",))
+    assert "- RR is 0.800." in render_markdown(noted, cells).splitlines()
+
+
+@pytest.mark.parametrize(
+    ("placeholder", "problem"),
+    [
+        ("{row:Nobody/RR}", "no row labelled 'Nobody'"),
+        ("{row:Ref_BM25/nDCG}", "no column 'nDCG' \\(columns: P@1, RR, Rel_Ret\\)"),
+        ("{paper:Ref_BM25/RR}", "row 'Ref_BM25' has no published value in 'RR'"),
+        ("{row:Other_run/Rel_Ret}", "row 'Other_run' has no value of ours in 'Rel_Ret'"),
+    ],
+)
+def test_a_bad_note_placeholder_names_the_table_and_placeholder(table, placeholder, problem):
+    spec, _, _, cells = table
+    with pytest.raises(ConfigError, match=rf"^config: tables\.toy_table\.notes: .*: {problem}"):
+        fill_note(spec, cells, f"quoted: {placeholder}.")
+
+
+@pytest.mark.parametrize(
+    "path", sorted(str(p) for p in [Path("config.yaml"), *Path("configs").glob("*.yaml")])
+)
+def test_note_placeholders_of_the_shipped_configs_name_rows_and_columns(path: str):
+    """Every placeholder in a shipped table note names a row and a column of its table, so a
+    note never fails to render (the render itself needs the runs)."""
+    from hybrid_ir.tables import _PLACEHOLDER, column_key, table_groups
+
+    root = Path(__file__).resolve().parents[1]
+    tables = (yaml.safe_load((root / path).read_text(encoding="utf-8")) or {}).get("tables") or {}
+    for name, table in tables.items():
+        # An overlay (configs/paper.yaml) may change a table's notes only: check complete ones.
+        quoted = [m for note in table.get("notes", []) for m in _PLACEHOLDER.finditer(note)]
+        if not quoted:
+            continue
+        labels = {row["label"] for block in table["blocks"] for row in block["rows"]}
+        columns = {
+            column_key(group["name"], column)
+            for group in table_groups(table)
+            for column in group["columns"]
+        }
+        for match in quoted:
+            assert match.group(2) in labels, (name, match.group(0))
+            assert match.group(3) in columns, (name, match.group(0))

@@ -174,3 +174,56 @@ def load_expected(paths: list[str | Path]) -> list[dict]:
             )
         documents.append({**document, "path": str(path)})
     return documents
+
+
+def _stems(directory: Path, extensions: tuple[str, ...]) -> list[str]:
+    """Names of the results in ``directory`` written in any of ``extensions`` (a table's md,
+    tex and csv count once)."""
+    if not directory.is_dir():
+        return []
+    return sorted(
+        {
+            path.name.removesuffix(f".{extension}")
+            for path in directory.iterdir()
+            for extension in extensions
+            if path.name.endswith(f".{extension}")
+        }
+    )
+
+
+def run_summary(root: str | Path = ".", succeeded: bool = True) -> str:
+    """The closing lines of a workflow run: whether it finished, the expected-score checks
+    passed and failed (from the checks summary, when the run wrote one), and how many tables and
+    figures there are where; what a reader needs after thousands of lines of job log."""
+    root = Path(root)
+    lines = [
+        "hybrid-ir: the workflow finished."
+        if succeeded
+        else "hybrid-ir: the workflow stopped with an error (the failed job and its log are named "
+        "above); the results below may be incomplete or from an earlier run."
+    ]
+    summary = paths.checks("summary.tsv")
+    if (root / summary).is_file():
+        rows = read_summary(root / summary)
+        failed = [row for row in rows if row["status"] != "PASS"]
+        lines.append(f"Checks: {len(rows) - len(failed)} passed, {len(failed)} failed ({summary}).")
+        lines += [
+            f"  FAILED {row['collection']} {row['run']} {row['metric']}: expected "
+            f"{row['expected']} +- {row['tolerance']}, got {row['actual']}"
+            for row in failed
+        ]
+    else:
+        lines.append(f"Checks: not run ({summary} does not exist).")
+    for kind, directory, extensions in (
+        ("Tables", f"{paths.RESULTS}/tables", ("md", "tex", "csv")),
+        ("Figures", f"{paths.RESULTS}/figures", ("png", "svg")),
+    ):
+        names = _stems(root / directory, extensions)
+        lines.append(
+            f"{kind}: {len(names)} in {directory}/ ({', '.join(extensions)})."
+            if names
+            else f"{kind}: none in {directory}/."
+        )
+    reports = [f"{paths.RESULTS}/report.{ext}" for ext in ("html", "zip")]
+    lines += [f"Report: {report}." for report in reports if (root / report).is_file()]
+    return "\n".join(lines)

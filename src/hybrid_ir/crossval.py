@@ -27,6 +27,11 @@ ARQMath's prime measures). Two modes, each with its fold rule and its precision:
     with 4 decimals; pya0 compares and averages those printed values and rounds the mean with
     ``round(numpy.float64, 4)``.
 
+A count column (``Rel_Ret``, ``NumRet``...: ``total`` in :func:`cross_validate`) is summed, not
+averaged, as :func:`hybrid_ir.evaluate.evaluate` and trec_eval sum it: a fold's score is the sum
+over its topics and the cross-validated score the sum over all folds, the count over every topic
+(pya0 would average the per-fold sums; that fifth of a count is no number a paper prints).
+
 In both, fold k's parameter is the one with the best mean over the other folds' topics, the
 first maximum in the order the parameters are given winning a tie (pya0's ``max`` over the TSV's
 order), and is scored on fold k. The seed is the caller's (the workflow takes it from its
@@ -37,14 +42,14 @@ config): the paper's runs used 1234 (:data:`PAPER_SEED`), pya0's code default is
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 
 from hybrid_ir.errors import ParameterError
-from hybrid_ir.evaluate import Qrels, evaluate
+from hybrid_ir.evaluate import Qrels, evaluate, resolve_measures
 from hybrid_ir.fusion import linear_sweep
 from hybrid_ir.runs import Run, topic_sort_key
 
@@ -91,6 +96,7 @@ class CrossValidation(Generic[P]):
     mean_test_score: float
     frequencies: dict[P, int]
     per_topic: dict[str, float]
+    total: bool = False
 
     @property
     def params(self) -> list[P]:
@@ -130,9 +136,10 @@ def fold_assignment_table(folds: Sequence[Sequence[str]]) -> list[dict[str, str 
 
 
 def cross_validate(
-    scores: Scores[P], folds: Sequence[Sequence[str]], mode: Mode = "default"
+    scores: Scores[P], folds: Sequence[Sequence[str]], mode: Mode = "default", total: bool = False
 ) -> CrossValidation[P]:
-    """Choose a parameter per fold on the other folds and score it on that fold."""
+    """Choose a parameter per fold on the other folds and score it on that fold; a ``total``
+    (a count) is summed over topics and folds instead of averaged."""
     _check_mode(mode)
     params = list(scores)
     if not params:
@@ -144,15 +151,20 @@ def cross_validate(
     frequencies: dict[P, int] = {}
     for index, test in enumerate(folds):
         train = [topic for other, fold in enumerate(folds) if other != index for topic in fold]
-        train_scores = [_fold_score(_counted(scores[param], train, mode), mode) for param in params]
+        train_scores = [
+            _fold_score(_counted(scores[param], train, mode), mode, total) for param in params
+        ]
         best = max(range(len(params)), key=train_scores.__getitem__)
         param = params[best]
         tested = _counted(scores[param], test, mode)
         results.append(
-            Fold(index, tuple(test), param, train_scores[best], _fold_score(tested, mode))
+            Fold(index, tuple(test), param, train_scores[best], _fold_score(tested, mode, total))
         )
         per_topic.update(tested)
         frequencies[param] = frequencies.get(param, 0) + 1
+    if total:
+        count = sum(fold.test_score for fold in results)
+        return CrossValidation(tuple(results), count, frequencies, per_topic, total=True)
     mean = np.array([fold.test_score for fold in results]).mean()
     if mode == "legacy":
         mean = round(mean, 4)  # numpy's rounding of a float64, exactly as pya0 rounds it
@@ -163,10 +175,13 @@ def tune(
     scores_by_metric: Mapping[str, Scores[P]],
     folds: Sequence[Sequence[str]],
     mode: Mode = "default",
+    totals: Collection[str] = (),
 ) -> dict[str, CrossValidation[P]]:
-    """Cross-validate every metric separately, as paper 000 and pya0 tune alpha per metric."""
+    """Cross-validate every metric separately, as paper 000 and pya0 tune alpha per metric;
+    the metrics in ``totals`` are counts, summed."""
     return {
-        metric: cross_validate(table, folds, mode) for metric, table in scores_by_metric.items()
+        metric: cross_validate(table, folds, mode, total=metric in totals)
+        for metric, table in scores_by_metric.items()
     }
 
 
@@ -244,7 +259,8 @@ def crossvalidate_linear(
     scores = by_metric(grid_search(evaluate_alpha, alphas))
     if folds is None:
         folds = assign_folds(first_seen, k_folds, seed=seed, mode=mode)
-    return tune(scores, folds, mode)
+    totals = {column.name for column in resolve_measures(measures) if column.total}
+    return tune(scores, folds, mode, totals)
 
 
 def _counted(per_topic: Mapping[str, float], topics: Sequence[str], mode: Mode) -> dict[str, float]:
@@ -257,11 +273,14 @@ def _counted(per_topic: Mapping[str, float], topics: Sequence[str], mode: Mode) 
     return {topic: per_topic[topic] for topic in ordered if topic in per_topic}
 
 
-def _fold_score(counted: Mapping[str, float], mode: Mode) -> float:
-    """The mean of a fold's topic scores; legacy keeps only what trec_eval prints (``%.4f``),
-    since pya0 compares and averages those printed values, ties included."""
+def _fold_score(counted: Mapping[str, float], mode: Mode, count: bool = False) -> float:
+    """The mean of a fold's topic scores (their sum for a ``count``, which trec_eval prints
+    whole); legacy keeps only what trec_eval prints (``%.4f``), since pya0 compares and averages
+    those printed values, ties included."""
     if not counted:
         raise ParameterError("a fold has no scored topic (are the folds drawn from other topics?)")
+    if count:
+        return sum(counted.values())
     total = 0.0
     for value in counted.values():
         total += value
@@ -276,13 +295,15 @@ def _check_mode(mode: str) -> None:
 
 def report(results: Mapping[str, CrossValidation]) -> dict:
     """A JSON-ready summary: the fold topics, then per column the chosen parameter and scores of
-    every fold, the mean test score, the parameter frequencies and the per-topic scores."""
+    every fold, the mean test score (a count's total over every topic when ``total``), the
+    parameter frequencies and the per-topic scores."""
     first = next(iter(results.values()))
     return {
         "folds": [list(fold.topics) for fold in first.folds],
         "columns": {
             column: {
                 "mean_test_score": result.mean_test_score,
+                "total": result.total,
                 "frequencies": [[param, count] for param, count in result.frequencies.items()],
                 "folds": [
                     {

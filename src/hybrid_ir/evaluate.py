@@ -83,8 +83,10 @@ retrieved)`` documents (ir_measures' definition), 0 when nothing is retrieved. p
 same number when every topic has the same depth and the run answers exactly the qrels' topics.
 Multiply by 100 or 1000 for paper 000's Judged % and Judged per mille.
 
-Aggregates are plain means of the per-topic values (sums for ``Rel_Ret``) in double precision;
-trec_eval prints them rounded to 4 decimals.
+Aggregates are plain means of the per-topic values in double precision; trec_eval prints them
+rounded to 4 decimals. Counts (``Rel_Ret`` and the ir_measures ``NumQ``, ``NumRel``, ``NumRet``,
+``NumRelRet``) are integers per topic and summed over topics, as trec_eval's summary line sums
+them; :mod:`hybrid_ir.crossval` and :mod:`hybrid_ir.tables` follow the same rule.
 """
 
 from __future__ import annotations
@@ -115,6 +117,9 @@ JUDGED_TOPICS: Averaging = "judged"
 """Average over the qrels topics whose run keeps a judged document (the ARQMath organisers)."""
 
 BEIR_NAMES = ("nDCG@10", "R@100", "R@1000")
+COUNT_MEASURES = frozenset({"NumQ", "NumRel", "NumRet"})
+"""ir_measures measures that count (``NumRelRet`` parses as ``NumRet(rel=1)``): their aggregate
+is the sum over topics and every value an integer, as trec_eval prints them."""
 RECALL_LEVELS = tuple(f"{level / 10:.1f}" for level in range(11))
 """The 11 standard recall levels 0.0, 0.1, ..., 1.0 of interpolated precision."""
 
@@ -272,7 +277,7 @@ def _columns(item: str | MeasureSet) -> tuple[Column, ...]:
     if measure.NAME == "Judged" and isinstance(measure["cutoff"], int):
         # Computed here so that ties at the cutoff fall as in trec_eval and the other columns.
         return (Column(item, judged_at=measure["cutoff"]),)
-    return (Column(item, measure),)
+    return (Column(item, measure, total=measure.NAME in COUNT_MEASURES),)
 
 
 def resolve_measures(items: Iterable[str | MeasureSet]) -> list[Column]:
@@ -338,6 +343,12 @@ def evaluate(
             topic for topic in topics if column.averaging == ALL_TOPICS or topic in judged_topics
         )
         per_query[column.name] = {topic: source.get(topic, 0.0) for topic in kept}
+        if column.measure is not None and column.measure.NAME == "NumRel":
+            # An unanswered topic still has its relevant documents (trec_eval -c counts them).
+            level = column.measure.params.get("rel", 1)
+            per_query[column.name] = {
+                topic: sum(rel >= level for rel in qrels[topic].values()) for topic in kept
+            }
         averaged[column.name] = kept
         total = sum(per_query[column.name].values())
         if column.total:  # a count: an integer, as trec_eval prints it

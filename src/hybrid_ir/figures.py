@@ -59,19 +59,22 @@ DPI = 100
 """A figure is ``FIGSIZE * DPI`` = 640 x 480 pixels as PNG."""
 RECALL_POINTS = tuple(level / 10 for level in range(11))
 
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
+"""Okabe-Ito: distinguishable with every common colour-vision deficiency. Yellow comes last,
+as it is the faintest on white."""
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+"""One per colour, so a series still reads in grey print."""
+LINESTYLES = ("-", "--", "-.", ":")
+"""Series 9 to 16 repeat the colours and markers dashed, 17 to 24 dash-dotted, and so on."""
+
 _STYLE: dict[RcKeyType, Any] = {
     "svg.hashsalt": "hybrid_ir",
     "svg.fonttype": "none",
     "axes.grid": True,
     "grid.alpha": 0.4,
-    # Okabe-Ito: distinguishable with every common colour-vision deficiency; markers repeat
-    # the distinction for print in grey.
-    "axes.prop_cycle": cycler(
-        color=["#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000"],
-        marker=["o", "s", "^", "D", "v", "P", "X"],
-    ),
+    "axes.prop_cycle": cycler(color=PALETTE, marker=MARKERS),
 }
-_COLORS = _STYLE["axes.prop_cycle"].by_key()["color"]
+_COLORS = PALETTE
 _PNG_METADATA = {"Software": None}
 _SVG_METADATA = {"Date": None, "Creator": None}
 LEGEND_INSIDE_MAX = 6
@@ -79,6 +82,16 @@ LEGEND_INSIDE_MAX = 6
 SWEEP_COLORMAP = "viridis"
 """Curves of a swept parameter are coloured along this perceptually uniform, colour-blind-safe
 map (dashed), so their order reads from the colour and they stand apart from the runs."""
+
+
+def series_style(index: int) -> dict[str, Any]:
+    """Colour, marker and line style of a figure's ``index``-th series (0-based): distinct for
+    the first ``len(PALETTE) * len(LINESTYLES)`` series."""
+    return {
+        "color": PALETTE[index % len(PALETTE)],
+        "marker": MARKERS[index % len(MARKERS)],
+        "linestyle": LINESTYLES[index // len(PALETTE) % len(LINESTYLES)],
+    }
 
 
 def pr_curves(
@@ -95,14 +108,25 @@ def pr_curves(
                 f"curve {label!r} has {len(precisions)} precision values, "
                 f"expected {len(RECALL_POINTS)} (recall 0.0 to 1.0)"
             )
+    return _save(pr_curves_figure(curves, title, styles), out_stem)
+
+
+def pr_curves_figure(
+    curves: Mapping[str, Sequence[float]],
+    title: str = "Interpolated precision-recall",
+    styles: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Figure:
+    """The figure :func:`pr_curves` writes."""
     with matplotlib.rc_context(_STYLE):
         figure, axes = _figure(title, "Recall", "Interpolated precision")
-        for label, precisions in curves.items():
-            axes.plot(RECALL_POINTS, precisions, label=label, **(styles or {}).get(label, {}))
+        for index, (label, precisions) in enumerate(curves.items()):
+            style = (styles or {}).get(label, series_style(index))
+            axes.plot(RECALL_POINTS, precisions, label=label, **style)
         axes.set_xlim(-0.02, 1.02)
         axes.set_ylim(-0.02, 1.02)
         axes.set_xticks(RECALL_POINTS)
-        return _save(figure, axes, out_stem)
+        _legend(axes)
+        return figure
 
 
 def metric_vs_parameter(
@@ -124,10 +148,26 @@ def metric_vs_parameter(
     for label, values in series.items():
         if len(values) != len(xs):
             raise ValueError(f"series {label!r} has {len(values)} values for {len(xs)} x values")
+    figure = metric_vs_parameter_figure(
+        xs, series, xlabel, ylabel, title, mark_best=mark_best, references=references
+    )
+    return _save(figure, out_stem)
+
+
+def metric_vs_parameter_figure(
+    xs: Sequence[float],
+    series: Mapping[str, Sequence[float]],
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    mark_best: bool = True,
+    references: Mapping[str, float] | None = None,
+) -> Figure:
+    """The figure :func:`metric_vs_parameter` writes."""
     with matplotlib.rc_context(_STYLE):
         figure, axes = _figure(title, xlabel, ylabel)
-        for label, values in series.items():
-            (line,) = axes.plot(xs, values, label=label)
+        for index, (label, values) in enumerate(series.items()):
+            (line,) = axes.plot(xs, values, label=label, **series_style(index))
             if mark_best and values:
                 best = max(range(len(values)), key=lambda i: (values[i], -i))
                 axes.plot(
@@ -148,10 +188,12 @@ def metric_vs_parameter(
                     color=line.get_color(),
                 )
         for index, (label, value) in enumerate((references or {}).items()):
-            axes.axhline(value, linestyle="--", color=f"C{len(series) + index}", label=label)
+            color = series_style(len(series) + index)["color"]
+            axes.axhline(value, linestyle="--", color=color, label=label)
         if mark_best:
             axes.margins(y=0.12)  # room above the highest point for its value label
-        return _save(figure, axes, out_stem)
+        _legend(axes)
+        return figure
 
 
 def recall_at_k_curve(
@@ -168,32 +210,67 @@ def recall_at_k_curve(
     The x axis is linear by default; ``log_x`` suits cut-offs spanning decades (1 to 1000),
     where a linear axis crowds the small k that matter most.
     """
+    return _save(recall_at_k_figure(curves, title, log_x, measure, styles), out_stem)
+
+
+def recall_at_k_figure(
+    curves: Mapping[str, Mapping[int, float]],
+    title: str = "Recall@k",
+    log_x: bool = False,
+    measure: str = "Recall",
+    styles: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Figure:
+    """The figure :func:`recall_at_k_curve` writes."""
     with matplotlib.rc_context(_STYLE):
         figure, axes = _figure(title, "k (documents retrieved)", f"{measure}@k")
-        for label, points in curves.items():
+        for index, (label, points) in enumerate(curves.items()):
             ks = sorted(points)
-            axes.plot(ks, [points[k] for k in ks], label=label, **(styles or {}).get(label, {}))
+            # about ten markers a curve: one on each of a hundred cut-offs would hide the line
+            style = {"markevery": max(1, len(ks) // 10), **series_style(index)}
+            axes.plot(ks, [points[k] for k in ks], label=label,
+                      **(styles or {}).get(label, style))  # fmt: skip
         if log_x:
             axes.set_xscale("log")
         elif len({k for points in curves.values() for k in points}) <= 20:
             axes.xaxis.get_major_locator().set_params(integer=True)
         axes.set_ylim(-0.02, 1.02)
-        return _save(figure, axes, out_stem)
+        _legend(axes)
+        return figure
 
 
 def loss_curves(
     history: Sequence[Mapping[str, Any]], out_stem: str | Path, title: str = "Pretraining loss"
 ) -> tuple[Path, Path]:
     """MLM and NSP losses against the step: training (every step) and held-out (markers)."""
+    return _save(loss_figure(history, title), out_stem)
+
+
+LOSS_SPLITS = {"train": "training (each step)", "heldout": "held-out"}
+LOSS_NAMES = {"mlm": "MLM", "nsp": "NSP"}
+
+
+def loss_figure(history: Sequence[Mapping[str, Any]], title: str = "Pretraining loss") -> Figure:
+    """The figure :func:`loss_curves` writes: one panel per loss that was trained (NSP only when
+    some row has it), each on its own y scale, as the two losses differ in size (NSP, a binary
+    choice, sits near ln 2 while MLM starts near ln of the vocabulary size)."""
+    losses = [loss for loss in LOSS_NAMES if any(row[loss] for row in history)] or ["mlm"]
     with matplotlib.rc_context(_STYLE):
-        figure, axes = _figure(title, "step", "cross-entropy")
-        for split, style in (("train", "-"), ("heldout", "o-")):
-            rows = [row for row in history if row["split"] == split]
-            for loss in ("mlm", "nsp"):
-                if rows and any(row[loss] for row in rows):
-                    steps = [row["step"] for row in rows]
-                    axes.plot(steps, [row[loss] for row in rows], style, label=f"{split} {loss}")
-        return _save(figure, axes, out_stem)
+        size = (FIGSIZE[0] * len(losses), FIGSIZE[1])
+        figure = Figure(figsize=size, dpi=DPI, layout="constrained")
+        FigureCanvasAgg(figure)
+        panels = figure.subplots(1, len(losses), squeeze=False)[0]
+        for axes, loss in zip(panels, losses, strict=True):
+            for index, (split, name) in enumerate(LOSS_SPLITS.items()):
+                rows = [row for row in history if row["split"] == split]
+                # every training step carries a marker of its own, which would hide the line
+                style = {**series_style(index), "marker": "o" if split == "heldout" else "none"}
+                axes.plot([row["step"] for row in rows], [row[loss] for row in rows],
+                          label=name, **style)  # fmt: skip
+            axes.set_xlabel("training step")
+            axes.set_ylabel(f"{LOSS_NAMES[loss]} loss (cross-entropy, nats)")
+            _legend(axes)
+        figure.suptitle(title)
+        return figure
 
 
 # --- paper 000 Fig. 2: a metric by topic label ------------------------------------------------
@@ -329,9 +406,7 @@ def by_label_bars(
     panels: Sequence[LabelPanel], out_stem: str | Path, ylabel: str, title: str
 ) -> tuple[Path, Path]:
     """Paper 000 Fig. 2: :func:`label_bar_figure` written as PNG and SVG."""
-    figure = label_bar_figure(panels, ylabel, title)
-    with matplotlib.rc_context(_STYLE):
-        return _save(figure, figure.axes[0], out_stem)
+    return _save(label_bar_figure(panels, ylabel, title), out_stem)
 
 
 # --- paper 000 Fig. 3: ranks of a fused run's top documents in its inputs ----------------------
@@ -414,6 +489,20 @@ def rank_scatter(
     sits on the "not retrieved" line at the top edge as a triangle. Relevant documents
     (relevance >= ``min_relevance``) are filled, the others hollow. Writes PNG, SVG and the TSV
     of :func:`write_rank_rows` (same stem)."""
+    png, svg = _save(rank_scatter_figure(rows, labels, title, min_relevance, max_rank), out_stem)
+    stem = Path(out_stem)
+    tsv = write_rank_rows(rows, labels, stem.with_name(stem.name + ".tsv"))
+    return png, svg, tsv
+
+
+def rank_scatter_figure(
+    rows: Sequence[RankRow],
+    labels: Sequence[str],
+    title: str,
+    min_relevance: int = 2,
+    max_rank: int = 1000,
+) -> Figure:
+    """The figure :func:`rank_scatter` writes."""
     top = max_rank * 2  # the "not retrieved" line, one step above max_rank on the log axis
     with matplotlib.rc_context(_STYLE):
         figure, axes = _figure(title, "rank in the fused run", "rank in the input run")
@@ -465,10 +554,7 @@ def rank_scatter(
                    linestyle="none", label="not relevant or unjudged"),
         ]  # fmt: skip
         figure.legend(handles=handles, loc="outside lower center", ncols=3, fontsize="small")
-        png, svg = _save(figure, axes, out_stem)
-    stem = Path(out_stem)
-    tsv = write_rank_rows(rows, labels, stem.with_name(stem.name + ".tsv"))
-    return png, svg, tsv
+        return figure
 
 
 # --- paper 001 Fig. 2: two runs topic by topic, by topic label --------------------------------
@@ -569,6 +655,17 @@ def head_to_head_bars(
     """Paper 001 Fig. 2: (a) topics where each run scores higher, ties in grey, and (b) each
     run's mean ``metric``, per value of label ``column``. Writes PNG, SVG and the TSV of
     :func:`write_head_to_head` (same stem)."""
+    png, svg = _save(head_to_head_figure(rows, runs, column, metric, title), out_stem)
+    stem = Path(out_stem)
+    tsv = write_head_to_head(rows, runs, column, metric, stem.with_name(stem.name + ".tsv"))
+    return png, svg, tsv
+
+
+def head_to_head_figure(
+    rows: Sequence[HeadToHead], runs: Sequence[str], column: str, metric: str, title: str
+) -> Figure:
+    """The figure :func:`head_to_head_bars` writes; its two panels count different things
+    (topics, a mean score), so each has its own y scale."""
     values = [f"{row.value} (n={row.topics})" for row in rows]
     positions = range(len(rows))
     with matplotlib.rc_context(_STYLE):
@@ -591,17 +688,15 @@ def head_to_head_bars(
         wins.set_title(f"(a) topics where the run has the higher {metric}")
         wins.set_ylabel("topics")
         means.set_title(f"(b) mean {metric} over the topics")
-        means.set_ylabel(metric)
+        means.set_ylabel(f"mean {metric}")
         for axes in (wins, means):
             axes.set_xticks(positions, values)
             axes.set_xlabel(column)
             axes.grid(axis="x", visible=False)
             axes.margins(y=0.1)  # room for the bar labels
         figure.suptitle(title)
-        png, svg = _save(figure, wins, out_stem)
-    stem = Path(out_stem)
-    tsv = write_head_to_head(rows, runs, column, metric, stem.with_name(stem.name + ".tsv"))
-    return png, svg, tsv
+        _legend(wins)
+        return figure
 
 
 # --- paper 003 Figs. 2 and 4: NDCG@k, and curves per value of a swept parameter -----------------
@@ -670,6 +765,11 @@ def table_figure(
     """A table drawn as PNG and SVG (paper 004 Fig. 3 is a table printed as a figure): a header
     row on grey, its names wrapped to two lines at most, one line per row, each column as wide
     as its longest cell; cells as given (format numbers before)."""
+    return _save(table_figure_of(header, rows, title), out_stem)
+
+
+def table_figure_of(header: Sequence[str], rows: Sequence[Sequence[str]], title: str) -> Figure:
+    """The figure :func:`table_figure` writes."""
     wrapped = [textwrap.fill(name, max(12, math.ceil(len(name) / 2))) for name in header]
     with matplotlib.rc_context(_STYLE):
         height = 1.0 + 0.35 * (len(rows) + 2)
@@ -696,7 +796,7 @@ def table_figure(
                 cell.set_facecolor("#dddddd")
                 cell.set_text_props(weight="bold")
         axes.set_title(title)
-        return _save(figure, axes, out_stem)
+        return figure
 
 
 def _figure(title: str, xlabel: str, ylabel: str):
@@ -709,19 +809,24 @@ def _figure(title: str, xlabel: str, ylabel: str):
     return figure, axes
 
 
-def _save(figure: Figure, axes, out_stem: str | Path) -> tuple[Path, Path]:
-    """Write ``<out_stem>.png`` and ``<out_stem>.svg`` atomically; return both paths."""
+def _legend(axes) -> None:
+    """A legend of the labelled artists of ``axes``, beside the axes when long."""
     labels = axes.get_legend_handles_labels()[1]
     if len(labels) > LEGEND_INSIDE_MAX:  # a long legend would hide curves: beside the axes
         axes.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize="small")
     elif labels:
         axes.legend(loc="best")
+
+
+def _save(figure: Figure, out_stem: str | Path) -> tuple[Path, Path]:
+    """Write ``<out_stem>.png`` and ``<out_stem>.svg`` atomically; return both paths."""
     stem = Path(out_stem)
     png, svg = stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".svg")
-    with atomic_output(png, "wb") as out:
-        figure.savefig(out, format="png", dpi=DPI, metadata=_PNG_METADATA)
-    with atomic_output(svg, "wb") as out:
-        figure.savefig(out, format="svg", metadata=_SVG_METADATA)
+    with matplotlib.rc_context(_STYLE):  # the SVG settings are read when saving
+        with atomic_output(png, "wb") as out:
+            figure.savefig(out, format="png", dpi=DPI, metadata=_PNG_METADATA)
+        with atomic_output(svg, "wb") as out:
+            figure.savefig(out, format="svg", metadata=_SVG_METADATA)
     return png, svg
 
 
@@ -807,7 +912,7 @@ def draw(
             compared = head_to_head(scores, topic_labels, column, order)
             return head_to_head_bars(compared, list(runs), column, metric, out_stem, title)
         panels = label_panels(scores, topic_labels, spec["labels"], judged, spec["label_order"])
-        return by_label_bars(panels, out_stem, metric, title)
+        return by_label_bars(panels, out_stem, f"mean {metric}", title)
     if kind == "rank_scatter":
         if fused is None:
             raise ConfigError("a rank_scatter figure needs its fused run")

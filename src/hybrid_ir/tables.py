@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -45,15 +46,16 @@ def bm25_rows(experiments: dict, expected: list[dict], root: str | Path = ".") -
         for layout in experiment["layouts"]:
             run = f"bm25-{layout}"
             for topic_set, qrels_set in evaluation_pairs(experiment):
-                columns = [
-                    column.name for column in resolve_measures(experiment["qrels"][qrels_set])
-                ]
+                columns = resolve_measures(experiment["qrels"][qrels_set])
                 path = Path(root) / paths.evaluation(collection, topic_set, run, qrels_set)
                 with open(path, encoding="utf-8") as handle:
                     aggregate = json.load(handle)["aggregate"]
-                for metric in columns:
+                for column in columns:
+                    metric = column.name
                     band = _expected_band(expected, collection, run, qrels_set, metric)
-                    value = aggregate[metric]
+                    # A count is a whole number, printed as one (118, not 118.0000).
+                    whole: Callable[[float], float] = round if column.total else float
+                    value = whole(aggregate[metric])
                     status = "-"
                     if band is not None:
                         ok = abs(value - band["value"]) <= band["tolerance"] + 1e-9
@@ -66,7 +68,7 @@ def bm25_rows(experiments: dict, expected: list[dict], root: str | Path = ".") -
                             qrels_set,
                             metric,
                             value,
-                            band["value"] if band else None,
+                            whole(band["value"]) if band else None,
                             band["tolerance"] if band else None,
                             status,
                         )  # fmt: skip
@@ -111,6 +113,10 @@ def _number(value: float | None) -> str:
     return str(value) if isinstance(value, int) else f"{value:.4f}"
 
 
+def _csv_number(value: float) -> str:
+    return str(value) if isinstance(value, int) else f"{value:.6f}"
+
+
 def write_csv(rows: list[ScoreRow], path: str | Path) -> None:
     with atomic_output(path) as out:
         writer = csv.DictWriter(
@@ -119,7 +125,7 @@ def write_csv(rows: list[ScoreRow], path: str | Path) -> None:
         writer.writeheader()
         for row in rows:
             record = asdict(row)
-            record["reproduced"] = f"{row.reproduced:.6f}"
+            record["reproduced"] = _csv_number(row.reproduced)
             writer.writerow(record)
 
 
@@ -156,6 +162,9 @@ def write_markdown(rows: list[ScoreRow], path: str | Path, title: str, notes: li
 DISPLAYS = {"percent": (100, "%", 1), "permille": (1000, "‰", 1)}
 # Marks a published-only row's label; its values are the paper's and it is never t-tested.
 PUBLISHED_ONLY_MARK = "§"
+# Marks the rows the others are t-tested against: not `*`, which marks p < 0.05, nor `†`, which a
+# paper's own labels use (paper 000's "MathBERT †").
+REFERENCE_MARK = "(ref.)"
 
 
 def column_key(group: str, column: str) -> str:
@@ -248,6 +257,13 @@ class TableSpec:
         """Whether rows with scores of ours have the paper's values beside them (the paper and
         Δ sub-columns); published-only rows show theirs in the value cells otherwise."""
         return any(row.published for row in self.rows if not row.published_only)
+
+    @property
+    def reference_labels(self) -> set[str]:
+        """Labels of the rows that other rows are t-tested against."""
+        return {row.reference for row in self.rows if row.reference} & {
+            row.label for row in self.rows
+        }
 
     @property
     def block_references(self) -> dict[str, str]:
@@ -492,8 +508,11 @@ def _row_texts(
     return texts
 
 
-def _label(row: RowSpec) -> str:
-    return f"{row.label} {PUBLISHED_ONLY_MARK}" if row.published_only else row.label
+def _label(spec: TableSpec, row: RowSpec) -> str:
+    marks = [PUBLISHED_ONLY_MARK] if row.published_only else []
+    if row.label in spec.reference_labels:
+        marks.append(REFERENCE_MARK)
+    return " ".join([row.label, *marks])
 
 
 def _headers(spec: TableSpec) -> list[str]:
@@ -521,10 +540,12 @@ def render_markdown(
                 )
             ]
             lines.append(
-                "| " + " | ".join([block if position == 0 else "", _label(row), *texts]) + " |"
+                "| "
+                + " | ".join([block if position == 0 else "", _label(spec, row), *texts])
+                + " |"
             )
     lines.append("")
-    lines += _legend(spec) + [f"- {note}" for note in computed_notes]
+    lines += _legend(spec, cells) + [f"- {note}" for note in computed_notes]
     return "\n".join(lines) + "\n"
 
 
@@ -644,7 +665,38 @@ def sweep_notes(reports: Mapping[str, Mapping]) -> list[str]:
     return notes
 
 
-def _legend(spec: TableSpec) -> list[str]:
+# A number a note quotes, filled from the table: ``{row:<label>/<column>}`` is our value,
+# ``{paper:<label>/<column>}`` the paper's, each printed as its cell prints it (the label may
+# contain "/": the column is what follows the last one).
+_PLACEHOLDER = re.compile(r"\{(row|paper):([^{}]+)/([^{}/]+)\}")
+
+
+def fill_note(spec: TableSpec, cells: dict[str, dict[str, Cell]], note: str) -> str:
+    """``note`` with each placeholder replaced by the cell it names, so that a note never
+    quotes a number other than the table's; a placeholder naming no row, no column, or a cell
+    with no value is a :class:`ConfigError` naming the table and the placeholder."""
+    from hybrid_ir.errors import ConfigError
+
+    integral = _integral_columns(spec)
+
+    def value(match: re.Match[str]) -> str:
+        kind, label, column = match.groups()
+        where = f"config: tables.{spec.name}.notes: {match.group(0)}"
+        if label not in cells:
+            raise ConfigError(f"{where}: no row labelled {label!r}")
+        if column not in cells[label]:
+            raise ConfigError(f"{where}: no column {column!r} (columns: {', '.join(spec.columns)})")
+        cell = cells[label][column]
+        number = cell.value if kind == "row" else cell.published
+        if number is None:
+            side = "value of ours" if kind == "row" else "published value"
+            raise ConfigError(f"{where}: row {label!r} has no {side} in {column!r}")
+        return _format(number, 0 if column in integral else spec.display(column)[2] or spec.digits)
+
+    return _PLACEHOLDER.sub(value, note)
+
+
+def _legend(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> list[str]:
     legend = []
     blocks = spec.block_references
     if spec.reference or blocks:
@@ -654,6 +706,9 @@ def _legend(spec: TableSpec) -> list[str]:
         legend.append(
             f"- `*` / `**`: the row differs from {against} at "
             "p < 0.05 / p < 0.01, two-tailed paired t-test over the topics both runs share."
+        )
+        legend.append(
+            f"- {REFERENCE_MARK}: a reference row, the one the others are tested against."
         )
     if spec.has_published:
         legend.append("- paper: the value printed in the paper; Δ: ours minus the paper's.")
@@ -668,11 +723,11 @@ def _legend(spec: TableSpec) -> list[str]:
             legend.append(f"- {unit}: the measure in {word}, ours and the paper's alike.")
     legend.append("- `–`: not available for this row.")
     sources = [
-        f"- Source of {_label(row)}: {row.published_source}."
+        f"- Source of {_label(spec, row)}: {row.published_source}."
         for row in spec.rows
         if row.published_source
     ]
-    return legend + sources + [f"- {note}" for note in spec.notes]
+    return legend + sources + [f"- {fill_note(spec, cells, note)}" for note in spec.notes]
 
 
 def _latex_star(marker: str) -> str:
@@ -729,7 +784,7 @@ def render_latex(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
                 )
             ]
             name = block.translate(_LATEX_SPECIAL) if position == 0 else ""
-            line = " & ".join([name, _label(row).translate(_LATEX_SPECIAL), *texts]) + r" \\"
+            line = " & ".join([name, _label(spec, row).translate(_LATEX_SPECIAL), *texts]) + r" \\"
             lines.append(line.replace("–", "--"))
     lines += [
         r"\bottomrule",
@@ -742,12 +797,16 @@ def render_latex(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
 
 def write_table_csv(spec: TableSpec, cells: dict[str, dict[str, Cell]], path: str | Path) -> None:
     """Long format: one line per row and column (its header: the group and the unit, if any),
-    with p-value, published value and difference; a published-only row's marker says so."""
+    with p-value, published value and difference; a published-only row's marker says so, and
+    ``reference`` is ``true`` on the rows the others are t-tested against."""
     with atomic_output(path) as out:
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(
-            ["block", "run", "column", "value", "marker", "p_value", "published", "difference"]
-        )
+            [
+                "block", "run", "column", "value", "marker", "p_value", "published", "difference",
+                "reference",
+            ]
+        )  # fmt: skip
         for block, rows in spec.blocks:
             for row in rows:
                 for column in spec.columns:
@@ -760,5 +819,6 @@ def write_table_csv(spec: TableSpec, cells: dict[str, dict[str, Cell]], path: st
                             "" if cell.p_value is None else repr(cell.p_value),
                             "" if cell.published is None else repr(cell.published),
                             "" if cell.difference is None else repr(round(cell.difference, 10)),
+                            "true" if row.label in spec.reference_labels else "false",
                         ]
                     )  # fmt: skip
