@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: setup reproduce test test-slurm lint docs benchmark clean
+.PHONY: setup reproduce report test test-slurm lint docs benchmark clean
 
 setup: $(VENV)/.installed
 
@@ -19,6 +19,11 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 reproduce: setup
 	$(BIN)/snakemake --cores $(CORES) --show-failed-logs
+
+# One HTML file with every table and figure, captions and configuration, for offline reading;
+# runs whatever is not yet up to date first.
+report: reproduce
+	$(BIN)/snakemake --report results/report.html
 
 # The habits a change must keep: the same checks as .pre-commit-config.yaml, then the tests.
 lint: setup

@@ -159,7 +159,7 @@ def test_validation_fills_the_schema_defaults():
 def test_an_entry_for_several_topic_sets_expands_to_one_per_set():
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     validate_config(config, SCHEMA)
-    first, second = (config["tables"][f"arqmath{n}-paper001-first-stage"] for n in (1, 2))
+    first, second = (config["tables"][f"paper001-first-stage-arqmath{n}"] for n in (1, 2))
     assert (first["topics"], first["qrels"]) == ("arqmath1", "arqmath1")
     assert (second["topics"], second["qrels"]) == ("arqmath2", "arqmath2")
     assert "ARQMath-2 topics" in second["title"] and "{topics" not in json.dumps(second)
@@ -169,7 +169,7 @@ def test_an_entry_for_several_topic_sets_expands_to_one_per_set():
 
 def test_an_entry_for_several_topic_sets_needs_topics_in_its_name():
     config = yaml.safe_load((REPO / "config.yaml").read_text())
-    config["tables"]["one-name"] = config["tables"].pop("{topics}-paper001-first-stage")
+    config["tables"]["one-name"] = config["tables"].pop("paper001-first-stage-{topics}")
     with pytest.raises(ConfigError, match=r"tables.one-name: an entry for several topic sets"):
         validate_config(config, SCHEMA)
 
@@ -186,7 +186,7 @@ def test_published_values_are_written_once_and_fill_table_and_checks():
     fill_published(config, expected)
     rows = {
         row["label"]: row
-        for block in config["tables"]["seed001-table1"]["blocks"]
+        for block in config["tables"]["paper001-table1"]["blocks"]
         for row in block["rows"]
     }
     assert rows["Approach-0"]["published"] == {
@@ -201,8 +201,8 @@ def test_published_values_are_written_once_and_fill_table_and_checks():
     del runs["published"]["approach0"]
     with pytest.raises(ConfigError, match=r"runs.approach0.arqmath1.nDCG': no value"):
         list(checks_from_expected(runs))
-    config["tables"]["seed001-table1"]["published_from"] = "expected/elsewhere.yaml"
-    with pytest.raises(ConfigError, match=r"tables.seed001-table1.published_from"):
+    config["tables"]["paper001-table1"]["published_from"] = "expected/elsewhere.yaml"
+    with pytest.raises(ConfigError, match=r"tables.paper001-table1.published_from"):
         fill_published(config, expected)
 
 
@@ -221,14 +221,14 @@ def test_said_once_entries_expand_as_before(config, monkeypatch):
         "runs": ["bm25-flat", "tfidf-qa"],
         "params": {"rrf_k": 60},
     }
-    table = config["tables"]["cf-paper003-sample-queries"]
+    table = config["tables"]["paper003-fig3-queries"]
     fill_published(config, [])
     assert [block["topic"] for block in table["blocks"]] == ["39", "48", "73", "67"]
     q48 = table["blocks"][1]
     assert q48["name"].startswith("Q48: ")
     assert [row["label"] for row in q48["rows"]] == ["VSR (Q48)", "Dense (Q48)", "Hybrid 0.8 (Q48)"]
     assert q48["rows"][1]["published"] == {"P@1": 1.0, "P@3": 0.3333, "P@5": 0.4, "P@10": 0.5}
-    figure = config["figures"]["cf-ndcg-vs-lambda"]
+    figure = config["figures"]["paper003-cf-ndcg-vs-lambda"]
     assert (figure["collection"], figure["topics"], figure["qrels"]) == ("cf", "all", "graded")
 
 
@@ -239,7 +239,7 @@ def test_a_published_file_without_published_values_is_named(config, tmp_path, mo
     validate_config(config, SCHEMA)
     empty = tmp_path / "empty.yaml"
     empty.write_text("collection: cf\n")
-    config["tables"]["cf-paper003-sample-queries"]["published_from"] = str(empty)
+    config["tables"]["paper003-fig3-queries"]["published_from"] = str(empty)
     with pytest.raises(ConfigError, match=r"published_from: .*no 'published' or 'published_by"):
         fill_published(config, [])
 
@@ -287,9 +287,11 @@ def test_run_summary_counts_checks_tables_and_figures(tmp_path: Path):
         "  FAILED cf bm25-flat (binary qrels) P@10: expected 0.459 +- 5e-05, got 0.470000",
         "Tables: 2 in results/tables/ (md, tex, csv).",
         "Figures: 2 in results/figures/ (png, svg).",
+        "Report: `make report` writes results/report.html.",
+        "What produced a result: hybrid-ir provenance FILE.",
     ]
     (tmp_path / "results/report.html").write_text("<html>")
-    assert run_summary(tmp_path).splitlines()[-1] == "Report: results/report.html."
+    assert run_summary(tmp_path).splitlines()[-2] == "Report: results/report.html."
 
 
 def test_run_summary_after_an_error_without_results(tmp_path: Path):
@@ -299,4 +301,6 @@ def test_run_summary_after_an_error_without_results(tmp_path: Path):
         "Checks: not run (results/checks/summary.tsv does not exist).",
         "Tables: none in results/tables/.",
         "Figures: none in results/figures/.",
+        "Report: `make report` writes results/report.html.",
+        "What produced a result: hybrid-ir provenance FILE.",
     ]

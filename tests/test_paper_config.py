@@ -244,13 +244,14 @@ def test_a_full_collection_missing_from_the_manifest_is_one_line_with_the_comman
 
 EXPECTED_TABLES = [
     "paper000-table1", "paper000-table2", "paper000-table3-arqmath2", "paper000-table4",
-    "seed001-table1", "arqmath1-paper001-first-stage", "cf-paper003",
-    "cf-paper003-sample-queries", "cf-paper003-specter2-adapters", "scifact-askme",
-    "scifact-paper002",
+    "paper001-table1", "paper001-first-stage-arqmath1", "paper003-cf",
+    "paper003-fig3-queries", "paper003-cf-specter2-adapters", "paper004-scifact",
+    "paper002-scifact",
 ]  # fmt: skip
 EXPECTED_FIGURES = [
-    "paper000-fig2", "paper000-fig3", "paper001-fig2", "paper003-fig2-ndcg", "cf-pr-curves",
-    "paper003-fig4-pr", "paper003-fig4-ndcg", "paper003-fig5-pr", "paper003-fig5-ndcg",
+    "paper000-fig2", "paper000-fig3", "paper001-fig2", "paper003-fig2-ndcg",
+    "paper003-cf-pr-curves", "paper003-fig4-pr", "paper003-fig4-ndcg", "paper003-fig5-pr",
+    "paper003-fig5-ndcg",
     "paper004-fig3",
 ]  # fmt: skip
 

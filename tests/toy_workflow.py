@@ -146,6 +146,7 @@ def toy_config(root: Path, dense: bool = False) -> dict:
         },
         "tables": {
             "toy-table": {
+                "title": "Toy table: BM25, another system, their RRF and linear fusion",
                 "collection": "toy",
                 "topics": "test",
                 "qrels": "test",

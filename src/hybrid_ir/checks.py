@@ -225,5 +225,9 @@ def run_summary(root: str | Path = ".", succeeded: bool = True) -> str:
             else f"{kind}: none in {directory}/."
         )
     reports = [f"{paths.RESULTS}/report.{ext}" for ext in ("html", "zip")]
-    lines += [f"Report: {report}." for report in reports if (root / report).is_file()]
+    written = [report for report in reports if (root / report).is_file()]
+    lines.append(
+        f"Report: {written[0]}." if written else f"Report: `make report` writes {reports[0]}."
+    )
+    lines.append("What produced a result: hybrid-ir provenance FILE.")
     return "\n".join(lines)

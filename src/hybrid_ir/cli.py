@@ -233,6 +233,13 @@ def _check(args: argparse.Namespace) -> None:
     print(f"all {assert_all_passed(args.summary)} checks passed")
 
 
+def _provenance(args: argparse.Namespace) -> None:
+    from hybrid_ir.provenance import chain
+
+    for line in chain(args.result):
+        print(line)
+
+
 def _add_input_options(parser: argparse.ArgumentParser, qrels: bool = True) -> None:
     parser.add_argument(
         "--run-format",
@@ -554,6 +561,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_input_options(compare)
     compare.set_defaults(handler=_compare)
+
+    provenance = command(
+        "provenance",
+        help="print what produced a workflow result (rule, commit, configuration hash, "
+        "packages, seeds, wall time) and each of its inputs, back to the raw files and their "
+        "sha256; run it in the workflow's directory",
+    )
+    provenance.add_argument("result", help="a file under results/, e.g. a table or a run")
+    provenance.set_defaults(handler=_provenance)
     return parser
 
 

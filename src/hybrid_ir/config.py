@@ -312,7 +312,11 @@ def _sweep_figures_from_sweeps(config: dict, source: str) -> None:
 
 def _derive_defaults(config: dict) -> None:
     """Defaults that are other settings' values, so the schema cannot hold them: the run
-    depth, the seed, a qrels set named as its topic set, triplet passages as documents."""
+    depth, the seed, a qrels set named as its topic set, triplet passages as documents, a
+    table's or figure's name as its title."""
+    for section in ("tables", "figures"):
+        for name, entry in config[section].items():
+            entry.setdefault("title", name)
     for collection, retrievers in config["retrievers"].items():
         for retriever in retrievers.values():
             retriever.setdefault("depth", config["run_depth"])

@@ -25,6 +25,7 @@ from typing import Any
 
 from hybrid_ir.errors import HybridIRError, quoted
 from hybrid_ir.formats import relevance_limit
+from hybrid_ir.provenance import write_records
 
 FAULT_ENV = "HYBRID_IR_FAULT"
 FAULT_DIR_ENV = "HYBRID_IR_FAULT_DIR"
@@ -71,9 +72,10 @@ def inject_fault(rule: str, environ: Mapping[str, str] = os.environ) -> None:
         time.sleep(60)
 
 
-def run_step(job: Any, step: Callable[[], object]) -> None:
+def run_step(job: Any, step: Callable[[], object], raw: Mapping[str, str] | None = None) -> None:
     """Run ``step`` for the Snakemake ``job`` (the ``snakemake`` object of a script): logging
-    to its log file, and with the job's configured input limits in force."""
+    to its log file, with the job's configured input limits in force, and then a provenance
+    record per output (``raw``: the raw files, mirror path -> sha256, the job fetched)."""
     log_path = job.log[0] if job.log else None
     console = os.fdopen(os.dup(2), "w", buffering=1)
     if log_path:
@@ -92,8 +94,11 @@ def run_step(job: Any, step: Callable[[], object]) -> None:
     )
     try:
         inject_fault(job.rule)
+        started = time.perf_counter()
         with relevance_limit(job.config["max_relevance"]):  # filled in by validation
             step()
+        if hasattr(job, "output"):  # a Snakemake job, not a test's stand-in
+            write_records(job, time.perf_counter() - started, raw)
     except HybridIRError as error:
         logging.error("%s", error)
         print(f"hybrid-ir error: {error}", file=console)

@@ -129,9 +129,11 @@ def write_csv(rows: list[ScoreRow], path: str | Path) -> None:
             writer.writerow(record)
 
 
-def write_markdown(rows: list[ScoreRow], path: str | Path, title: str, notes: list[str]) -> None:
+def write_markdown(
+    rows: list[ScoreRow], path: str | Path, title: str, notes: list[str], footer: str = ""
+) -> None:
     """A block per collection and topic set: runs as rows, each metric as a reproduced /
-    expected pair."""
+    expected pair; ``footer`` (provenance) closes the file."""
     lines = [f"# {title}", ""]
     for collection, topics in dict.fromkeys((row.collection, row.topics) for row in rows):
         block = [row for row in rows if (row.collection, row.topics) == (collection, topics)]
@@ -152,7 +154,12 @@ def write_markdown(rows: list[ScoreRow], path: str | Path, title: str, notes: li
         lines.append("")
     lines += [f"- {note}" for note in notes]
     with atomic_output(path) as out:
-        out.write("\n".join(lines).rstrip() + "\n")
+        out.write("\n".join(lines).rstrip() + "\n" + markdown_footer(footer))
+
+
+def markdown_footer(footer: str) -> str:
+    """The provenance line that closes a Markdown table, set off from its notes."""
+    return f"\n_{footer}_\n" if footer else ""
 
 
 # --- paper-style tables from a table specification --------------------------------------------
@@ -524,7 +531,10 @@ def _headers(spec: TableSpec) -> list[str]:
 
 
 def render_markdown(
-    spec: TableSpec, cells: dict[str, dict[str, Cell]], computed_notes: Sequence[str] = ()
+    spec: TableSpec,
+    cells: dict[str, dict[str, Cell]],
+    computed_notes: Sequence[str] = (),
+    footer: str = "",
 ) -> str:
     headers = _headers(spec)
     integral = _integral_columns(spec)
@@ -546,7 +556,7 @@ def render_markdown(
             )
     lines.append("")
     lines += _legend(spec, cells) + [f"- {note}" for note in computed_notes]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + markdown_footer(footer)
 
 
 def verdict_notes(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> list[str]:
@@ -742,9 +752,10 @@ _LATEX_SPECIAL = str.maketrans(
 )  # fmt: skip
 
 
-def render_latex(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
+def render_latex(spec: TableSpec, cells: dict[str, dict[str, Cell]], footer: str = "") -> str:
     """A booktabs table; a grouped table's group names span their columns, and the paper and
-    Δ sub-columns appear when published values exist."""
+    Δ sub-columns appear when published values exist. ``footer`` (provenance) follows the
+    table as a comment, so that it never shows in a paper that inputs the file."""
     width = 3 if spec.has_published else 1
     integral = _integral_columns(spec)
     lines = [
@@ -792,6 +803,8 @@ def render_latex(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> str:
         rf"\caption{{{spec.title.translate(_LATEX_SPECIAL)}}}",
     ]
     lines += [rf"\label{{tab:{spec.name}}}", r"\end{table}"]
+    if footer:
+        lines.append(f"% {footer}")
     return "\n".join(lines) + "\n"
 
 

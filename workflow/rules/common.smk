@@ -24,6 +24,8 @@ from hybrid_ir.config import (
 )
 from hybrid_ir.neural.encoders import ENCODERS
 from hybrid_ir.neural.models import local_checkpoint
+from hybrid_ir.report import BEYOND, paper_category
+from hybrid_ir.report import category as report_category
 from hybrid_ir.tables import row_sources, source_key, table_groups
 from hybrid_ir.errors import HybridIRError
 from hybrid_ir.fetch import load_manifest, mirror_root
@@ -340,8 +342,21 @@ def crossval_report(name):
 
 def table_outputs(name):
     return [
-        paths.result_table(name, ext) for ext in ("md", "tex", "csv", "per_query.tsv")
+        paths.result_table(name, ext)
+        for ext in ("md", "tex", "csv", "per_query.tsv", "html", "notes.html")
     ]
+
+
+def table_labels(wildcards):
+    """The report's columns for a paper table: its file name and title."""
+    return {
+        "name": wildcards.table,
+        "title": TABLES[wildcards.table]["title"],
+    }
+
+
+def figure_labels(wildcards):
+    return {"name": wildcards.figure, "title": FIGURES[wildcards.figure]["title"]}
 
 
 def pretok_inputs(name):
@@ -428,7 +443,10 @@ def all_targets():
     targets += math_targets()
     targets += structure_targets()
     if BM25["experiments"]:
-        targets += [paths.result_table("bm25", "md"), paths.result_table("bm25", "csv")]
+        targets += [
+            paths.result_table("bm25", ext)
+            for ext in ("md", "csv", "html", "notes.html")
+        ]
     if EXPECTED:
         targets.append(paths.checks("passed"))
     return targets

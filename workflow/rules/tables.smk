@@ -5,6 +5,13 @@ rule bm25_table:
     output:
         markdown=paths.result_table("bm25", "md"),
         csv=paths.result_table("bm25", "csv"),
+        html=report(
+            paths.result_table("bm25", "html"),
+            caption="../report/bm25.rst",
+            category=BEYOND,
+            labels={"name": "bm25", "title": "BM25 baselines"},
+        ),
+        notes=paths.result_table("bm25", "notes.html"),
     log:
         paths.log("tables", "bm25"),
     conda:
@@ -67,6 +74,13 @@ rule paper_table:
         latex=paths.result_table("{table}", "tex"),
         csv=paths.result_table("{table}", "csv"),
         per_query=paths.result_table("{table}", "per_query.tsv"),
+        html=report(
+            paths.result_table("{table}", "html"),
+            caption="../report/table.rst",
+            category=lambda w: report_category(w.table),
+            labels=table_labels,
+        ),
+        notes=paths.result_table("{table}", "notes.html"),
     log:
         paths.log("tables", "{table}"),
     conda:
@@ -86,7 +100,12 @@ rule figure:
     input:
         unpack(figure_inputs),
     output:
-        png=paths.figure("{figure}", "png"),
+        png=report(
+            paths.figure("{figure}", "png"),
+            caption="../report/figure.rst",
+            category=lambda w: report_category(w.figure),
+            labels=figure_labels,
+        ),
         svg=paths.figure("{figure}", "svg"),
     log:
         paths.log("figures", "{figure}"),
@@ -118,7 +137,12 @@ rule figure_with_tsv:
     input:
         unpack(figure_inputs),
     output:
-        png=paths.figure("{figure}", "png"),
+        png=report(
+            paths.figure("{figure}", "png"),
+            caption="../report/figure.rst",
+            category=lambda w: report_category(w.figure),
+            labels=figure_labels,
+        ),
         svg=paths.figure("{figure}", "svg"),
         tsv=paths.figure("{figure}", "tsv"),
     log:
@@ -151,7 +175,12 @@ rule collection_stats:
     input:
         unpack(figure_inputs),
     output:
-        png=paths.figure("{figure}", "png"),
+        png=report(
+            paths.figure("{figure}", "png"),
+            caption="../report/figure.rst",
+            category=lambda w: report_category(w.figure),
+            labels=figure_labels,
+        ),
         svg=paths.figure("{figure}", "svg"),
         tsv=paths.figure("{figure}", "tsv"),
         markdown=paths.figure("{figure}", "md"),

@@ -2,6 +2,8 @@
 
 from hybrid_ir.checks import load_expected
 from hybrid_ir.logged import run_step
+from hybrid_ir.provenance import identity
+from hybrid_ir.report import write_pages
 from hybrid_ir.tables import bm25_averaging_notes, bm25_rows, write_csv, write_markdown
 
 
@@ -16,7 +18,10 @@ def main():
         "Expected values come from the files under expected/ (published or pinned; see each "
         "file's header); `–` means no expected value.",
     ]
-    write_markdown(rows, snakemake.output.markdown, "BM25 baselines", notes)
+    markdown = snakemake.output.markdown
+    write_markdown(rows, markdown, "BM25 baselines", notes, identity(snakemake).footer())
+    with open(markdown, encoding="utf-8") as handle:
+        write_pages(handle.read(), snakemake.output.html, snakemake.output.notes)
 
 
 run_step(snakemake, main)

@@ -12,4 +12,4 @@ def main():
     logging.info("fetched %s from %s (sha256 %s verified)", entry.path, source, entry.sha256)
 
 
-run_step(snakemake, main)
+run_step(snakemake, main, raw={snakemake.params.entry.path: snakemake.params.entry.sha256})

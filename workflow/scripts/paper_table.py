@@ -1,9 +1,12 @@
-"""Snakemake adapter: a paper-style table (Markdown, LaTeX, CSV, per-topic scores)."""
+"""Snakemake adapter: a paper-style table (Markdown, LaTeX, CSV, per-topic scores, and the
+report's HTML page and notes)."""
 
 import json
 
 from hybrid_ir.formats import atomic_output
 from hybrid_ir.logged import run_step
+from hybrid_ir.provenance import identity
+from hybrid_ir.report import write_pages
 from hybrid_ir.tables import (
     largest_gain_notes,
     overlap_notes,
@@ -25,6 +28,7 @@ def main():
     spec = table_spec(snakemake.params.name, config, inputs)
     per_query, aggregate = score_rows(spec, inputs)
     cells = table_cells(spec, per_query, aggregate)
+    footer = identity(snakemake).footer()
     with atomic_output(snakemake.output.markdown) as out:
         reports = {}
         for name in config["sweeps"]:
@@ -32,9 +36,11 @@ def main():
                 reports[name] = json.load(handle)
         notes = verdict_notes(spec, cells) + overlap_notes(spec) + sweep_notes(reports)
         notes += largest_gain_notes(spec, per_query)
-        out.write(render_markdown(spec, cells, notes))
+        markdown = render_markdown(spec, cells, notes, footer)
+        out.write(markdown)
+    write_pages(markdown, snakemake.output.html, snakemake.output.notes)
     with atomic_output(snakemake.output.latex) as out:
-        out.write(render_latex(spec, cells))
+        out.write(render_latex(spec, cells, footer))
     write_table_csv(spec, cells, snakemake.output.csv)
     write_per_query(spec, per_query, snakemake.output.per_query)
 

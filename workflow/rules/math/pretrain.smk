@@ -27,7 +27,15 @@ rule pretrain:
     output:
         model=directory(paths.model("pretrained", "{backbone}")),
         losses=f"{paths.model('pretrained', '{backbone}')}.losses.tsv",
-        figure_png=paths.figure("pretraining-{backbone}", "png"),
+        figure_png=report(
+            paths.figure("pretraining-{backbone}", "png"),
+            caption="../../report/pretraining.rst",
+            category=paper_category("000"),
+            labels=lambda w: {
+                "name": f"pretraining-{w.backbone}",
+                "title": f"Further pretraining of {w.backbone}: MLM and NSP loss",
+            },
+        ),
         figure_svg=paths.figure("pretraining-{backbone}", "svg"),
     log:
         paths.log("models", "pretrain-{backbone}"),

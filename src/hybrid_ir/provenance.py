@@ -1,0 +1,292 @@
+"""Provenance: which code, configuration, data, seeds and machine produced each result.
+
+Every workflow job that runs through :func:`hybrid_ir.logged.run_step` leaves one JSON record per
+output under ``results/provenance/<output path>.json``: the rule and wildcards, the inputs, the
+sha256 of the output and of every raw file it derives from (the manifest's, carried down from
+the fetch records), the seeds among the job's params, the git commit of the workflow (and
+whether the tree was dirty), the hash of the effective configuration, the versions of the
+packages that decide the numbers, the device and the wall time.
+
+Records sit in their own tree, not beside the outputs, so that a table directory holds tables
+and so that the byte-for-byte comparisons of results never meet a wall time.
+``hybrid-ir provenance RESULT`` follows the records from a result back to the raw files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from hybrid_ir.formats import atomic_output
+from hybrid_ir.paths import RESULTS
+
+RECORDS = f"{RESULTS}/provenance"
+
+PACKAGES = (
+    "torch",
+    "transformers",
+    "pyserini",
+    "pya0",
+    "ir-measures",
+    "colbert-ai",
+    "faiss-cpu",
+    "faiss-gpu",
+)
+"""The distributions whose versions can change a number (absent ones are left out)."""
+
+LOCAL_KEYS = ("mirror", "manifest", "resources")
+"""Configuration keys that say where the raw files are and how large a job may be: they cannot
+change a result (every raw file is checked against its sha256), so the configuration hash
+leaves them out and two machines with the same configuration agree on it."""
+
+SHORT = 12
+"""Hex digits of a commit or hash printed in table footers."""
+
+
+def record_path(output: str | Path) -> Path:
+    """Where the record of ``output`` (a path relative to the working directory) is kept."""
+    relative = Path(output)
+    if relative.is_absolute():
+        relative = relative.relative_to(relative.anchor)
+    return Path(RECORDS) / f"{relative.as_posix()}.json"
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """sha256 of the effective configuration (defaults filled in), keys sorted, without
+    :data:`LOCAL_KEYS`."""
+    kept = {key: value for key, value in config.items() if key not in LOCAL_KEYS}
+    text = json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class GitState:
+    commit: str
+    """The full commit id, or ``unknown`` outside a git checkout."""
+    dirty: bool
+    """Tracked files differ from the commit."""
+
+    def describe(self, digits: int = SHORT) -> str:
+        commit = self.commit[:digits] if self.commit != "unknown" else self.commit
+        return f"{commit} (dirty)" if self.dirty else commit
+
+
+@cache
+def git_state(directory: str) -> GitState:
+    """The commit of the checkout holding ``directory``; untracked files (results, caches) do
+    not make it dirty, edits to tracked ones do."""
+
+    def git(*arguments: str) -> str:
+        return subprocess.run(
+            ["git", "-C", directory, *arguments], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.CalledProcessError):
+        return GitState("unknown", False)
+    return GitState(commit, dirty)
+
+
+@cache
+def package_versions() -> dict[str, str]:
+    """Installed versions of :data:`PACKAGES`, and Anserini's from the jar pyserini bundles."""
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    anserini = anserini_version()
+    if anserini:
+        versions["anserini"] = anserini
+    return versions
+
+
+def anserini_version() -> str | None:
+    """The version in the name of pyserini's ``anserini-<version>-fatjar.jar``, read from the
+    distribution's file list, so that no JVM starts."""
+    try:
+        files = metadata.files("pyserini") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for file in files:
+        name = Path(str(file)).name
+        if name.startswith("anserini-") and name.endswith("-fatjar.jar"):
+            return name.removeprefix("anserini-").removesuffix("-fatjar.jar")
+    return None
+
+
+def device() -> str:
+    """``cuda:<name>`` when the step used torch on a visible GPU, else ``cpu``; torch is only
+    asked if the step imported it."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        return f"cuda:{torch.cuda.get_device_name(0)}"
+    return "cpu"
+
+
+def seeds(value: Any, where: str = "params") -> dict[str, int]:
+    """Every ``seed`` key inside the job's params, by its dotted path."""
+    found: dict[str, int] = {}
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            path = f"{where}.{key}"
+            if key == "seed" and isinstance(item, int):
+                found[path] = item
+            else:
+                found.update(seeds(item, path))
+    elif isinstance(value, list | tuple):
+        for position, item in enumerate(value):
+            found.update(seeds(item, f"{where}[{position}]"))
+    return found
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def output_digest(path: Path) -> str | None:
+    """sha256 of a file output; None for a directory (an index), whose files are many."""
+    return file_sha256(path) if path.is_file() else None
+
+
+def read_record(output: str | Path) -> dict | None:
+    path = record_path(output)
+    if not path.is_file():
+        return None
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def inherited_raw_inputs(inputs: list[str]) -> dict[str, str]:
+    """Raw file -> sha256 over the records of ``inputs``."""
+    raw: dict[str, str] = {}
+    for name in inputs:
+        record = read_record(name)
+        if record:
+            raw.update(record["raw_inputs"])
+    return dict(sorted(raw.items()))
+
+
+def _plain(value: Any) -> Any:
+    """Snakemake's params and wildcards as JSON (named lists become dicts)."""
+    if hasattr(value, "items"):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a table's footer names: the code and the configuration."""
+
+    git: GitState
+    config_sha256: str
+
+    def footer(self) -> str:
+        return (
+            f"hybrid-ir at commit {self.git.describe()}, configuration sha256 "
+            f"{self.config_sha256[:SHORT]}"
+        )
+
+
+def identity(job: Any) -> Identity:
+    """The :class:`Identity` of a Snakemake ``job`` (a script's ``snakemake`` object)."""
+    return Identity(git_state(str(job.scriptdir)), config_hash(job.config))
+
+
+def write_records(job: Any, wall_time_s: float, raw: Mapping[str, str] | None = None) -> None:
+    """One record per output of the finished ``job``; ``raw`` is the raw file (mirror path ->
+    sha256) the job itself fetched, if any."""
+    inputs = [str(name) for name in job.input]
+    raw_inputs = {**inherited_raw_inputs(inputs), **(raw or {})}
+    params = _plain(dict(job.params.items()))
+    shared = {
+        "rule": job.rule,
+        "wildcards": _plain(dict(job.wildcards.items())),
+        "inputs": inputs,
+        "raw_inputs": dict(sorted(raw_inputs.items())),
+        "seeds": seeds(params),
+        "code": params.get("code"),
+        "git": {"commit": (state := identity(job).git).commit, "dirty": state.dirty},
+        "config_sha256": config_hash(job.config),
+        "packages": package_versions(),
+        "device": device(),
+        "threads": job.threads,
+        "wall_time_s": round(wall_time_s, 3),
+    }
+    for output in map(str, job.output):
+        record = {"output": output, "sha256": output_digest(Path(output)), **shared}
+        target = record_path(output)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_output(target) as out:
+            out.write(json.dumps(record, indent=1) + "\n")
+
+
+def chain(result: str | Path, seen: set[str] | None = None, depth: int = 0) -> Iterator[str]:
+    """Lines describing ``result`` and, indented below it, each input back to the raw files;
+    an input met twice is named again but not expanded again."""
+    seen = set() if seen is None else seen
+    indent = "  " * depth
+    name = Path(result).as_posix()
+    on_disk = Path(name).exists()
+    record = read_record(name)
+    if record is None:
+        if not name.startswith(f"{RESULTS}/"):
+            state = "a file of the workflow's repository" if on_disk else "no longer on disk"
+        elif on_disk:
+            state = "no provenance record: made outside the workflow or before it kept records"
+        else:
+            state = "no longer on disk, and no provenance record"
+        yield f"{indent}{name} ({state})"
+        return
+    if name in seen:
+        yield f"{indent}{name} (listed above)"
+        return
+    where = ""
+    if not on_disk:
+        where = " [no longer on disk]"
+    elif record["sha256"] and file_sha256(Path(name)) != record["sha256"]:
+        where = " [changed on disk since its record was written]"
+    yield f"{indent}{name}{where}"
+    yield f"{indent}  rule {record['rule']}" + (
+        " " + ", ".join(f"{k}={v}" for k, v in record["wildcards"].items())
+        if record["wildcards"]
+        else ""
+    )
+    if depth == 0:
+        git = GitState(record["git"]["commit"], record["git"]["dirty"])
+        packages = ", ".join(f"{k} {v}" for k, v in record["packages"].items())
+        yield f"{indent}  commit {git.describe(40)}; configuration sha256 {record['config_sha256']}"
+        yield f"{indent}  packages: {packages}"
+        threads = record["threads"]
+        yield f"{indent}  device {record['device']}, {threads} thread{'s' if threads > 1 else ''}"
+    if record["sha256"]:
+        yield f"{indent}  sha256 {record['sha256']}"
+    yield f"{indent}  wall time {record['wall_time_s']:.1f} s"
+    if record["seeds"]:
+        yield f"{indent}  seeds: " + ", ".join(f"{k} = {v}" for k, v in record["seeds"].items())
+    seen.add(name)
+    if depth == 0 and record["raw_inputs"]:
+        yield f"{indent}  raw files ({len(record['raw_inputs'])}):"
+        for raw, sha256 in record["raw_inputs"].items():
+            yield f"{indent}    {raw} sha256 {sha256}"
+    for source in record["inputs"]:
+        yield from chain(source, seen, depth + 1)
