@@ -3,6 +3,9 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
+# Where pip takes torch from: empty, the configured package index; set it to choose a build,
+# e.g. https://download.pytorch.org/whl/cpu (CPU only) or .../whl/cu126 (CUDA 12.6).
+TORCH_INDEX_URL ?=
 
 .PHONY: setup reproduce report test test-slurm lint docs benchmark clean
 
@@ -11,7 +14,7 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
-	$(BIN)/pip install torch==2.13.0
+	$(BIN)/pip install torch==2.13.0 $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 	$(BIN)/pip install -r requirements.txt
 	$(BIN)/pip install --no-deps -e .
 	$(BIN)/pip check
