@@ -42,8 +42,10 @@ JOB_TIMEOUT_S = 240
 
 
 def excluded(relative: Path) -> bool:
+    """Logs, benchmarks and provenance records (wall times; tests/test_determinism.py compares
+    the records without them), and Lucene's segment files (random segment ids)."""
     parts = relative.parts
-    if parts[0] in ("logs", "benchmarks"):
+    if parts[0] in ("logs", "benchmarks", "provenance"):
         return True
     return parts[0] == "indexes" and len(parts) > 3 and parts[2].startswith("bm25-")
 
