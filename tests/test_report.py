@@ -17,7 +17,7 @@ import pytest
 import yaml
 from toy_workflow import make_toy, snakemake
 
-from hybrid_ir.report import BEYOND, category
+from hybrid_ir.report import BEYOND, category, paper_category
 
 pytestmark = pytest.mark.lucene
 
@@ -34,10 +34,20 @@ BROWSER_FLAGS = (
 )
 
 
+PAPER = "003"
+"""The toy table and figure are filed under this paper, so that its category holds two results,
+the case where Snakemake's report once took a label for a toggle and broke the page."""
+
+
 @pytest.fixture(scope="module")
 def toy_report(tmp_path_factory) -> tuple[Path, dict]:
-    """The toy workflow run, then its report written; the root and its configuration."""
+    """The toy workflow run, then its report written; the root and its configuration, whose
+    table and figure are renamed after paper :data:`PAPER`."""
     root = make_toy(tmp_path_factory.mktemp("report"))
+    config = yaml.safe_load((root / "config.yaml").read_text())
+    for section in ("tables", "figures"):
+        config[section] = {f"paper{PAPER}-{name}": entry for name, entry in config[section].items()}
+    (root / "config.yaml").write_text(yaml.safe_dump(config))
     result = snakemake(root)
     assert result.returncode == 0, result.stderr[-4000:]
     report = snakemake(root, "--report", "results/report.html")
@@ -75,11 +85,14 @@ def expected_results(root: Path, config: dict) -> dict[str, str]:
     return titles
 
 
-def open_results(driver, report: Path):
+def open_results(driver, report: Path, name: str | None = None):
+    """The report's results; with ``name``, the category page that lists it."""
     from selenium.webdriver.common.by import By
 
     driver.get(report.as_uri())
     driver.find_element(By.XPATH, "//*[text()='Results']").click()
+    if name is not None:
+        driver.find_element(By.XPATH, f"//*[text()={category(name)!r}]").click()
 
 
 def result_row(driver, name: str):
@@ -88,16 +101,19 @@ def result_row(driver, name: str):
     return driver.find_element(By.XPATH, f"//tr[td[text()={name!r}]]")
 
 
-def test_report_lists_every_table_and_figure_with_its_title(toy_report, browser):
+def test_report_lists_every_table_and_figure_under_its_paper_with_its_title(toy_report, browser):
+    from selenium.webdriver.common.by import By
 
     root, config = toy_report
     titles = expected_results(root, config)
-    categories = {category(name) for name in titles}
-    assert categories == {BEYOND}  # the toy's names start with no paper
-    open_results(browser, root / "results" / "report.html")
+    report = root / "results" / "report.html"
+    assert {category(name) for name in titles} == {paper_category(PAPER), BEYOND}
     for name, title in titles.items():
+        open_results(browser, report, name)
         row = result_row(browser, name)
-        assert title in row.text, (name, row.text)
+        row.find_element(By.CSS_SELECTOR, "a[iconname='information-circle']").click()
+        caption = browser.find_element(By.TAG_NAME, "body").text
+        assert title in caption, (name, caption[:1000])
     # Nothing was fetched from a network: every resource the page loaded is inline or local.
     resources = browser.execute_script(
         "return performance.getEntriesByType('resource').map(entry => entry.name)"
@@ -114,7 +130,7 @@ def test_each_table_page_shows_its_title_and_its_caption_the_notes(toy_report, b
     tables = {name: entry.get("title", name) for name, entry in config["tables"].items()}
     tables["bm25"] = "BM25 baselines"
     for name, title in tables.items():
-        open_results(browser, report)
+        open_results(browser, report, name)
         result_row(browser, name).find_element(By.CSS_SELECTOR, "a[iconname='eye']").click()
         frame = browser.find_element(By.TAG_NAME, "iframe")
         browser.switch_to.frame(frame)
@@ -125,7 +141,7 @@ def test_each_table_page_shows_its_title_and_its_caption_the_notes(toy_report, b
         notes = (root / "results" / "tables" / f"{name}.md").read_text().splitlines()
         last_note = [line for line in notes if line.startswith("- ")][-1][2:]
 
-        open_results(browser, report)
+        open_results(browser, report, name)
         row = result_row(browser, name)
         row.find_element(By.CSS_SELECTOR, "a[iconname='information-circle']").click()
         caption = browser.find_element(By.TAG_NAME, "body").text
@@ -139,7 +155,7 @@ def test_figures_show_as_images(toy_report, browser):
 
     root, config = toy_report
     for name in config["figures"]:
-        open_results(browser, root / "results" / "report.html")
+        open_results(browser, root / "results" / "report.html", name)
         result_row(browser, name).find_element(By.CSS_SELECTOR, "a[iconname='eye']").click()
         image = browser.find_element(By.CSS_SELECTOR, "img[src^='data:image/png']")
         assert browser.execute_script("return arguments[0].naturalWidth", image) > 100

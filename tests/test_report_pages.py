@@ -20,7 +20,7 @@ _hybrid-ir at commit 0123456789ab, configuration sha256 abcdefabcdef_
 
 def test_each_paper_has_a_category_and_other_results_go_beyond():
     assert category("paper001-table1") == f"Paper 001: {PAPERS['001']}"
-    assert category("paper000-fig2").startswith("Paper 000: Zhong")
+    assert category("paper000-fig2").startswith("Paper 000: Zhong et al. 2022")
     assert category("bm25") == category("toy-table") == BEYOND
     assert category("mypaper001-x") == BEYOND
 

@@ -16,14 +16,14 @@ from markdown_it import MarkdownIt
 from hybrid_ir.formats import atomic_output
 
 PAPERS = {
-    "000": "Zhong, Yang, Xie, Lin: dense retrieval and structure search for math (EMNLP Findings "
-    "2022)",
-    "001": "Rohatgi, Wu, Giles: PSU at CLEF-2020 ARQMath",
-    "002": "Ahadinia, Ansaripour, Hueber: ensemble document retrieval",
-    "003": "Mandikal, Mooney: sparse meets dense on scientific documents",
-    "004": "Ide et al.: AskMe on multi-domain scientific publications",
+    "000": "Zhong et al. 2022, math dense retrieval and Approach0",
+    "001": "Rohatgi et al. 2020, PSU at ARQMath",
+    "002": "Ahadinia et al., ensemble retrieval",
+    "003": "Mandikal and Mooney 2024, sparse meets dense",
+    "004": "Ide et al., AskMe",
 }
-"""Each paper's category in the report, by the three digits its results' names start with."""
+"""Each paper's category in the report, by the three digits its results' names start with;
+short, because the report's menu widens to fit it (the README has the full references)."""
 
 BEYOND = "Beyond the papers"
 """The category of results named after no paper (the BM25 regressions, the checks)."""

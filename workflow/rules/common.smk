@@ -347,18 +347,6 @@ def table_outputs(name):
     ]
 
 
-def table_labels(wildcards):
-    """The report's columns for a paper table: its file name and title."""
-    return {
-        "name": wildcards.table,
-        "title": TABLES[wildcards.table]["title"],
-    }
-
-
-def figure_labels(wildcards):
-    return {"name": wildcards.figure, "title": FIGURES[wildcards.figure]["title"]}
-
-
 def pretok_inputs(name):
     """Canonical corpus and topic files of a collection, keyed as its pre-tokenized copies."""
     converted = converted_outputs(name)

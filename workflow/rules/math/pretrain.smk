@@ -31,10 +31,7 @@ rule pretrain:
             paths.figure("pretraining-{backbone}", "png"),
             caption="../../report/pretraining.rst",
             category=paper_category("000"),
-            labels=lambda w: {
-                "name": f"pretraining-{w.backbone}",
-                "title": f"Further pretraining of {w.backbone}: MLM and NSP loss",
-            },
+            labels=lambda w: {"name": f"pretraining-{w.backbone}"},
         ),
         figure_svg=paths.figure("pretraining-{backbone}", "svg"),
     log:
