@@ -74,8 +74,8 @@ rule paper_table:
         latex=paths.result_table("{table}", "tex"),
         csv=paths.result_table("{table}", "csv"),
         per_query=paths.result_table("{table}", "per_query.tsv"),
-        # The report lists a result by name alone: its title, in the caption and on the page,
-        # would widen the list past the page it opens.
+        # Name alone: Snakemake's report turns a second label with two values into a toggle,
+        # which blanks a two-result category; the title is in the caption and on the page.
         html=report(
             paths.result_table("{table}", "html"),
             caption="../report/table.rst",
