@@ -7,7 +7,7 @@ CORES ?= all
 # e.g. https://download.pytorch.org/whl/cpu (CPU only) or .../whl/cu126 (CUDA 12.6).
 TORCH_INDEX_URL ?=
 
-.PHONY: setup reproduce report test test-slurm lint docs benchmark clean
+.PHONY: setup reproduce report test test-gpu test-slurm lint docs benchmark clean
 
 setup: $(VENV)/.installed
 
@@ -39,6 +39,12 @@ lint: setup
 test: lint
 	$(BIN)/python -m pytest -q
 
+# On a machine with CUDA (make setup TORCH_INDEX_URL=https://download.pytorch.org/whl/cu126, or
+# a venv with a CUDA torch): every test marked gpu, the GPU mini-run of tests/test_gpu.py among
+# them. Without CUDA they fail here instead of skipping as in make test.
+test-gpu: setup
+	HYBRID_IR_REQUIRE_GPU=1 $(BIN)/python -m pytest -q -m gpu -rs
+
 # The toy workflow on a one-node SLURM cluster started here (as root: it apt-installs slurm-wlm
 # and munge when missing) and stopped again whatever the tests did.
 test-slurm: setup
@@ -53,6 +59,8 @@ benchmark: setup
 	$(BIN)/python benchmarks/structure.py
 	$(BIN)/python benchmarks/askme_scale.py --documents 100000 1000000
 	$(BIN)/python benchmarks/scale.py
+	$(BIN)/python benchmarks/pretrain_memory.py
+	$(BIN)/python benchmarks/paper_scale.py
 
 # The rule graph of docs/architecture.md (needs Graphviz: Debian's graphviz package).
 docs: setup

@@ -4,6 +4,7 @@ the same seed gives the same run file byte for byte, and bad triplets name file 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import random
@@ -22,7 +23,14 @@ from tokenizers import AddedToken
 from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.neural.colbert import DOC_IDS_FILE, index_colbert, search_colbert, train_colbert
+from hybrid_ir.neural.colbert import (
+    DOC_IDS_FILE,
+    MARKERS,
+    index_colbert,
+    rerank_colbert,
+    search_colbert,
+    train_colbert,
+)
 from hybrid_ir.neural.models import directory_size
 from hybrid_ir.runs import write_run
 
@@ -41,6 +49,7 @@ STEPS = 6
 BATCH = 4
 DIM = 16
 TRAINING = dict(steps=STEPS, batch_size=BATCH, lr=1e-4, dim=DIM, query_maxlen=16, doc_maxlen=64)
+LENGTHS = dict(query_maxlen=16, doc_maxlen=64)
 
 
 def _tiny_bert(path: Path, specials: list[str] = SPECIALS) -> Path:
@@ -123,7 +132,7 @@ def _pipeline(root: Path, backbone, triplets, documents, queries, extensions_dir
     indexing = index_colbert(
         checkpoint, documents, index, doc_maxlen=64, extensions_dir=extensions_dir
     )
-    run = search_colbert(checkpoint, index, queries, k=50, extensions_dir=extensions_dir)
+    run = search_colbert(checkpoint, index, queries, k=50, **LENGTHS, extensions_dir=extensions_dir)
     return {"training": training, "indexing": indexing, "run": run, "root": root}
 
 
@@ -224,7 +233,7 @@ def test_search_ranks_our_doc_ids_by_descending_score(first, documents, queries,
         assert scores == sorted(scores, reverse=True)
     root = first["root"]
     top = search_colbert(
-        root / "colbert", root / "index", queries, k=5, extensions_dir=extensions_dir
+        root / "colbert", root / "index", queries, k=5, **LENGTHS, extensions_dir=extensions_dir
     )
     assert {query: list(docs)[:5] for query, docs in run.items()} == {
         query: list(docs) for query, docs in top.items()
@@ -297,9 +306,41 @@ def test_malformed_triplet_line_names_file_and_line(tmp_path, triplets, bad_line
     assert str(caught.value).startswith(f"{path}:3: ")
 
 
-def test_backbone_without_marker_tokens_is_a_config_error(tmp_path, triplets, extensions_dir):
+def _tree(path: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()
+    }
+
+
+def test_a_vocabulary_without_markers_gets_them_in_a_copy_of_the_backbone(
+    tmp_path, triplets, extensions_dir
+):
+    """The markers become added special tokens, with embedding rows, in the checkpoint; the
+    backbone directory is left as it was and the copy is removed."""
     backbone = _tiny_bert(tmp_path / "bert", [t for t in SPECIALS if not t.startswith("[unused")])
-    with pytest.raises(ConfigError, match=r"lacks ColBERT's marker tokens \[unused0\]"):
+    before = _tree(backbone)
+    train_colbert(backbone, triplets, tmp_path / "out", steps=1, batch_size=2, lr=1e-6, dim=DIM,
+                  doc_maxlen=64, extensions_dir=extensions_dir)  # fmt: skip
+    assert _tree(backbone) == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bert", "out"]
+    loaded = Checkpoint(
+        str(tmp_path / "out"), ColBERTConfig.load_from_checkpoint(str(tmp_path / "out"))
+    )
+    vocabulary = len(BertTokenizerFast.from_pretrained(backbone))
+    markers = loaded.raw_tokenizer.convert_tokens_to_ids(list(MARKERS))
+    assert markers == [vocabulary, vocabulary + 1]
+    assert loaded.bert.get_input_embeddings().weight.shape[0] == vocabulary + 2
+    ids, _ = loaded.query_tokenizer.tensorize(["sine"])
+    assert ids[0, 1].item() == markers[0]
+
+
+def test_a_tokenizer_that_cannot_hold_the_markers_is_a_config_error(
+    tmp_path, triplets, extensions_dir, monkeypatch
+):
+    backbone = _tiny_bert(tmp_path / "bert", [t for t in SPECIALS if not t.startswith("[unused")])
+    monkeypatch.setattr(BertTokenizerFast, "add_tokens", lambda self, *args, **kwargs: 0)
+    with pytest.raises(ConfigError, match=r"lacks ColBERT's marker tokens \[unused0\] and "
+                                          r"\[unused1\] and cannot add them"):  # fmt: skip
         train_colbert(
             backbone,
             triplets,
@@ -309,7 +350,7 @@ def test_backbone_without_marker_tokens_is_a_config_error(tmp_path, triplets, ex
             lr=1e-6,
             extensions_dir=extensions_dir,
         )
-    assert not (tmp_path / "out").exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bert"]
 
 
 def test_bf16_autocast_trains_on_the_cpu(tmp_path, backbone, triplets, extensions_dir):
@@ -323,3 +364,332 @@ def test_bf16_autocast_trains_on_the_cpu(tmp_path, backbone, triplets, extension
     assert all(math.isfinite(loss) for loss in bf16["losses"])
     assert bf16["losses"][0] == pytest.approx(fp32["losses"][0], rel=0.05)
     assert (tmp_path / "bf16" / "model.safetensors").exists()
+
+
+def _weights(checkpoint: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(checkpoint / "model.safetensors")
+
+
+def _without_dropout(path: Path) -> Path:
+    """The tiny BERT with dropout off: pieces of a batch draw other dropout masks than the
+    whole batch, which would hide the comparison of their gradients."""
+    backbone = _tiny_bert(path)
+    config = json.loads((backbone / "config.json").read_text())
+    config |= {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+    (backbone / "config.json").write_text(json.dumps(config))
+    return backbone
+
+
+def test_micro_batches_accumulate_to_one_step_of_the_whole_batch(
+    tmp_path, triplets, extensions_dir
+):
+    """Batches of 4 triplets as 2 x 2 and 4 x 1 pieces: the same losses and weights after two
+    steps as one forward pass of 4, up to float rounding (the pieces sum in another order)."""
+    backbone = _without_dropout(tmp_path / "bert")
+    settings = TRAINING | {"steps": 2}
+    whole = train_colbert(backbone, triplets, tmp_path / "whole", **settings,
+                          extensions_dir=extensions_dir)  # fmt: skip
+    expected = _weights(tmp_path / "whole")
+    for micro in (2, 1):
+        output = tmp_path / f"micro-{micro}"
+        facts = train_colbert(backbone, triplets, output, **settings, micro_batch_size=micro,
+                              extensions_dir=extensions_dir)  # fmt: skip
+        assert facts["micro_batch_size"] == micro
+        assert facts["losses"] == pytest.approx(whole["losses"], rel=1e-6)
+        weights = _weights(output)
+        assert weights.keys() == expected.keys()
+        for name, tensor in weights.items():
+            torch.testing.assert_close(tensor, expected[name], rtol=1e-5, atol=1e-7, msg=name)
+        assert not all(torch.equal(weights[name], expected[name]) for name in weights)
+
+
+def test_micro_batch_size_must_divide_the_batch(tmp_path, triplets):
+    from hybrid_ir.neural.encoders import check_colbert_micro_batch
+
+    check_colbert_micro_batch(30, None)
+    check_colbert_micro_batch(30, 10)
+    for micro in (7, 0, 60):
+        message = rf"^config: math_models\.colbert\.micro_batch_size: {micro} does not divide"
+        with pytest.raises(ConfigError, match=message + " batch_size 30"):
+            check_colbert_micro_batch(30, micro)
+    with pytest.raises(ConfigError, match=r"micro_batch_size: 3 does not divide batch_size 4"):
+        train_colbert(tmp_path, triplets, tmp_path / "out", steps=1, batch_size=4, lr=1e-6,
+                      micro_batch_size=3)  # fmt: skip
+
+
+class _Killed(Exception):
+    pass
+
+
+def _kill_at(monkeypatch, step: int) -> None:
+    """Stop training as a kill would, once the steps before ``step`` are done."""
+    import hybrid_ir.neural.colbert as module
+
+    batch = module._batch
+
+    def batch_or_die(examples, at, size):
+        if at == step:
+            raise _Killed(at)
+        return batch(examples, at, size)
+
+    monkeypatch.setattr(module, "_batch", batch_or_die)
+
+
+def test_a_killed_run_resumes_to_the_same_weights(
+    tmp_path, backbone, triplets, extensions_dir, monkeypatch, caplog
+):
+    """Dropout on: only restored random generators give the same masks after a restart. A
+    checkpoint after every step; training killed during step 5 resumes from step 4 and ends
+    with the weights (the safetensors bytes) of a run without checkpoints, keeping the newest
+    two checkpoints."""
+    plain = train_colbert(backbone, triplets, tmp_path / "plain", **TRAINING,
+                          extensions_dir=extensions_dir)  # fmt: skip
+    workdir = tmp_path / "work"
+    resumable = dict(TRAINING, checkpoint_every=1, workdir=workdir, extensions_dir=extensions_dir)
+    with monkeypatch.context() as patched:
+        _kill_at(patched, 4)
+        with pytest.raises(_Killed):
+            train_colbert(backbone, triplets, tmp_path / "resumed", **resumable)
+    assert sorted(path.name for path in workdir.iterdir()) == ["step-0000003", "step-0000004"]
+    assert not (tmp_path / "resumed").exists()
+    with caplog.at_level("INFO", logger="hybrid_ir.neural.colbert"):
+        resumed = train_colbert(backbone, triplets, tmp_path / "resumed", **resumable)
+    assert f"resumes from {workdir / 'step-0000004'} (step 4)" in caplog.text
+    assert resumed["resumed_from_step"] == 4 and plain["resumed_from_step"] == 0
+    assert resumed["losses"] == plain["losses"]
+    plain_bytes = (tmp_path / "plain" / "model.safetensors").read_bytes()
+    assert (tmp_path / "resumed" / "model.safetensors").read_bytes() == plain_bytes
+    # The final step writes the model, not a checkpoint.
+    assert sorted(path.name for path in workdir.iterdir()) == ["step-0000004", "step-0000005"]
+
+
+def test_a_checkpoint_made_otherwise_is_ignored_naming_what_differs(
+    tmp_path, backbone, triplets, extensions_dir, monkeypatch, caplog
+):
+    workdir = tmp_path / "work"
+    resumable = dict(TRAINING, checkpoint_every=2, workdir=workdir, extensions_dir=extensions_dir)
+    with monkeypatch.context() as patched:
+        _kill_at(patched, 3)
+        with pytest.raises(_Killed):
+            train_colbert(backbone, triplets, tmp_path / "out", **resumable)
+    other = resumable | {"lr": 1e-3, "micro_batch_size": 2}
+    with caplog.at_level("INFO", logger="hybrid_ir.neural.colbert"):
+        facts = train_colbert(backbone, triplets, tmp_path / "out", **other)
+    assert facts["resumed_from_step"] == 0
+    ignored = [record.message for record in caplog.records if "ignoring" in record.message]
+    assert ignored == [f"ignoring {workdir / 'step-0000002'}: made with other micro_batch_size, lr"]
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(triplets.read_text() + triplets.read_text().splitlines(keepends=True)[0])
+    caplog.clear()
+    with caplog.at_level("INFO", logger="hybrid_ir.neural.colbert"):
+        train_colbert(backbone, changed, tmp_path / "out", **other)
+    assert "ignoring" in caplog.text and "made with other triplets" in caplog.text
+
+
+def test_the_encoder_entry_passes_accumulation_and_checkpoints(
+    tmp_path, backbone, triplets, extensions_dir
+):
+    from hybrid_ir.neural.encoders import Job, encoder
+
+    entry = {"steps": 3, "batch_size": 4, "lr": 1e-4, "weight_decay": 0.01, "dim": DIM, "seed": 3}
+    entry |= LENGTHS | {
+        "micro_batch_size": 2,
+        "checkpoint_every": 1,
+        "workdir": str(tmp_path / "w"),
+    }
+    facts = encoder("colbert").train(str(backbone), triplets, tmp_path / "out", entry,
+                                     Job(extensions_dir=extensions_dir))  # fmt: skip
+    assert facts["micro_batch_size"] == 2 and facts["steps"] == 3
+    assert sorted(path.name for path in (tmp_path / "w").iterdir()) == [
+        "step-0000001",
+        "step-0000002",
+    ]
+
+
+def _colbert_modules() -> list:
+    import sys
+
+    return [
+        module
+        for name, module in sys.modules.items()
+        if name.split(".")[0] == "colbert"
+        and isinstance(getattr(module, "DEVICE", None), torch.device)
+    ]
+
+
+def test_the_cpu_is_forced_where_colbert_would_take_the_gpu(
+    first, documents, queries, extensions_dir, monkeypatch
+):
+    """colbert imported on a CUDA machine: its DEVICE is cuda and it counts a GPU. A CPU job
+    still searches and re-ranks on the CPU, with the scores of a machine without CUDA."""
+    from colbert.infra.config.settings import RunSettings
+
+    root = first["root"]
+    candidates = {query: list(docs)[:6] for query, docs in first["run"].items()}
+    expected = rerank_colbert(root / "colbert", candidates, documents, queries, **LENGTHS,
+                              extensions_dir=extensions_dir)  # fmt: skip
+    cuda = torch.device("cuda")
+    for module in _colbert_modules():
+        monkeypatch.setattr(module, "DEVICE", cuda)
+    monkeypatch.setattr(RunSettings, "total_visible_gpus", 1)
+    run = search_colbert(root / "colbert", root / "index", queries, k=50, **LENGTHS,
+                         extensions_dir=extensions_dir, device="cpu")  # fmt: skip
+    assert run == first["run"]
+    reranked = rerank_colbert(root / "colbert", candidates, documents, queries, **LENGTHS,
+                              extensions_dir=extensions_dir, device="cpu")  # fmt: skip
+    assert reranked == expected
+    assert all(module.DEVICE == cuda for module in _colbert_modules())
+    assert RunSettings.total_visible_gpus == 1
+
+
+def test_a_cuda_call_points_colbert_at_the_gpu_for_its_duration(monkeypatch):
+    """What can be checked without a GPU: colbert's device globals, its GPU count, the
+    inference autocast and faiss's k-means are the job's inside the call, and put back."""
+    import faiss
+    from colbert.indexing import collection_indexer
+    from colbert.infra.config.settings import RunSettings
+    from colbert.modeling import checkpoint as colbert_checkpoint
+
+    import hybrid_ir.neural.colbert as module
+
+    entered = []
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(
+        torch.cuda, "device", lambda device: entered.append(device) or contextlib.nullcontext()
+    )
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 0)
+    before = {id(m): m.DEVICE for m in _colbert_modules()}
+    manager, kmeans = (
+        colbert_checkpoint.MixedPrecisionManager,
+        collection_indexer.compute_faiss_kmeans,
+    )
+    gpus = RunSettings.total_visible_gpus
+    with module._on_device("cuda:1", "bf16"):
+        assert {m.DEVICE for m in _colbert_modules()} == {torch.device("cuda:1")}
+        assert ColBERTConfig().total_visible_gpus == 2
+        amp = colbert_checkpoint.MixedPrecisionManager(True).context()
+        assert (amp.device, amp.fast_dtype) == ("cuda", torch.bfloat16)
+        assert collection_indexer.compute_faiss_kmeans is not kmeans
+    assert entered == [torch.device("cuda:1")]
+    assert {id(m): m.DEVICE for m in _colbert_modules()} == before
+    assert colbert_checkpoint.MixedPrecisionManager is manager
+    assert collection_indexer.compute_faiss_kmeans is kmeans
+    assert RunSettings.total_visible_gpus == gpus
+
+
+def _fake_nvcc(root: Path, release: str) -> Path:
+    nvcc = root / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text(f"#!/bin/sh\necho 'Cuda compilation tools, release {release}, V{release}.1'\n")
+    nvcc.chmod(0o755)
+    return root
+
+
+def test_cuda_indexing_and_search_need_an_nvcc_matching_torch(tmp_path, documents, monkeypatch):
+    """Checked before any work: colbert's residual codec compiles CUDA kernels on a GPU."""
+    from torch.utils import cpp_extension
+
+    import hybrid_ir.neural.colbert as module
+
+    monkeypatch.setattr(torch.version, "cuda", "12.4")
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", None)
+    fix = (
+        r"install the CUDA toolkit 12\.4, set CUDA_HOME to it, or run ColBERT indexing and "
+        r"search with device: cpu"
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"^config: math_models\.device: .*found no CUDA_HOME and no nvcc on PATH; " + fix,
+    ):
+        search_colbert(tmp_path / "none", tmp_path / "none", {"q": "x"}, **LENGTHS, device="cuda")
+    with pytest.raises(ConfigError, match=fix):
+        index_colbert(tmp_path / "none", documents, tmp_path / "index", device="cuda:0")
+    assert not (tmp_path / "index").exists()
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", str(_fake_nvcc(tmp_path / "cuda", "11.8")))
+    with pytest.raises(ConfigError, match=r"found nvcc 11\.8 under CUDA_HOME .*; " + fix):
+        module._check_cuda_toolkit()
+    monkeypatch.setattr(torch.version, "cuda", "11.8")
+    module._check_cuda_toolkit()
+
+
+def test_precision_autocasts_the_encoders(first, documents, queries, extensions_dir):
+    """bf16 re-ranks within bf16's precision of fp32; fp16 needs CUDA."""
+    checkpoint = first["root"] / "colbert"
+    candidates = {query: list(docs)[:6] for query, docs in first["run"].items()}
+    fp32 = rerank_colbert(checkpoint, candidates, documents, queries, **LENGTHS,
+                          extensions_dir=extensions_dir)  # fmt: skip
+    bf16 = rerank_colbert(checkpoint, candidates, documents, queries, **LENGTHS,
+                          extensions_dir=extensions_dir, precision="bf16")  # fmt: skip
+    pairs = [(bf16[q][d], fp32[q][d]) for q in fp32 for d in fp32[q]]
+    assert all(ours == pytest.approx(theirs, rel=0.05) for ours, theirs in pairs)
+    assert any(ours != theirs for ours, theirs in pairs)
+    with pytest.raises(ConfigError, match="fp16 needs CUDA"):
+        rerank_colbert(checkpoint, candidates, documents, queries, **LENGTHS, precision="fp16")
+
+
+def test_search_candidates_are_bounded(first, queries, extensions_dir):
+    """One cell per query token and 8 documents past the centroid scores: at most 2 scored in
+    full, with the scores the unbounded search gives them; more cells than the index holds
+    is every cell."""
+    root = first["root"]
+    search = functools.partial(search_colbert, root / "colbert", root / "index", queries, k=50,
+                               **LENGTHS, extensions_dir=extensions_dir)  # fmt: skip
+    bounded = search(ncells=1, centroid_score_threshold=0.2, ndocs=8)
+    assert list(bounded) == list(queries)
+    for query, docs in bounded.items():
+        assert 1 <= len(docs) <= 2
+        for doc, score in docs.items():
+            assert score == pytest.approx(first["run"][query][doc], rel=1e-5)
+    assert search(ncells=10**6) == first["run"]
+
+
+def test_search_bounds_must_be_positive(tmp_path):
+    from hybrid_ir.neural.encoders import check_colbert_search_bounds
+
+    check_colbert_search_bounds(None, None)
+    check_colbert_search_bounds(1, 4)
+    with pytest.raises(ConfigError, match=r"^config: math_models\.colbert\.ncells: must be >= 1"):
+        check_colbert_search_bounds(0, None)
+    key = "math_models.released.x"
+    with pytest.raises(ConfigError, match=r"^config: math_models\.released\.x\.ndocs: .* got -4"):
+        check_colbert_search_bounds(None, -4, key)
+    with pytest.raises(ConfigError, match=r"math_models\.colbert\.ndocs"):
+        search_colbert(tmp_path, tmp_path, {"q": "x"}, **LENGTHS, ndocs=0)
+
+
+def test_a_roberta_backbone_trains_indexes_searches_and_reranks(
+    tmp_path, triplets, documents, queries, extensions_dir
+):
+    """RoBERTa's byte-level BPE has no [unused*]: the markers are added, and every step loads
+    them from the checkpoint. 8 bits of residual (dim 64) keep search's scores close to the
+    re-ranker's."""
+    from test_mlm_rerank import make_tiny_roberta
+
+    backbone = make_tiny_roberta(tmp_path / "roberta")
+    before = _tree(backbone)
+    checkpoint, index = tmp_path / "colbert", tmp_path / "index"
+    facts = train_colbert(backbone, triplets, checkpoint, **(TRAINING | {"steps": 2, "dim": 64}),
+                          extensions_dir=extensions_dir)  # fmt: skip
+    assert all(math.isfinite(loss) for loss in facts["losses"])
+    assert _tree(backbone) == before
+    loaded = Checkpoint(str(checkpoint), ColBERTConfig.load_from_checkpoint(str(checkpoint)))
+    assert type(loaded.bert).__name__ == "RobertaModel"
+    markers = loaded.raw_tokenizer.convert_tokens_to_ids(list(MARKERS))
+    assert loaded.raw_tokenizer.unk_token_id not in markers
+    ids, _ = loaded.query_tokenizer.tensorize(["integral of sine"])
+    tokens = loaded.raw_tokenizer.convert_ids_to_tokens(ids[0].tolist())
+    assert tokens[:2] == ["<s>", "[unused0]"] and tokens[-1] == "<mask>"
+    index_colbert(checkpoint, documents, index, nbits=8, doc_maxlen=64,
+                  extensions_dir=extensions_dir)  # fmt: skip
+    run = search_colbert(checkpoint, index, queries, k=50, **LENGTHS,
+                         extensions_dir=extensions_dir)  # fmt: skip
+    assert all(len(docs) == len(documents) for docs in run.values())
+    candidates = {query: list(docs)[:5] for query, docs in run.items()}
+    reranked = rerank_colbert(checkpoint, candidates, documents, queries, **LENGTHS,
+                              extensions_dir=extensions_dir)  # fmt: skip
+    for query, docs in reranked.items():
+        assert set(docs) == set(candidates[query])
+        for doc, score in docs.items():
+            assert score == pytest.approx(run[query][doc], rel=2e-2), (query, doc)

@@ -70,6 +70,23 @@ def test_paper_config_is_valid_over_the_default(config):
          "config.yaml: math_models: collection 'stackmathqa' is not pre-tokenized"),
         (lambda c: c["math_models"].update(topics=["arqmath3"]),
          "config.yaml: math_models.topics: no topic set 'arqmath3'"),
+        # Paper scale: what would otherwise fail inside a job after its time in the queue.
+        (lambda c: c["math_models"]["pretraining"].update(micro_batch_size=3),
+         "config.yaml: math_models.pretraining.micro_batch_size: 3 does not divide the 16 "
+         "examples each of 1 training process(es) takes"),
+        (lambda c: c["math_models"].update(cpu_processes=2)
+         or c["math_models"]["dpr"].update(batch_size=8, micro_batch_size=8),
+         "config.yaml: math_models.dpr.micro_batch_size: 8 does not divide the 4 examples each "
+         "of 2"),
+        (lambda c: c["math_models"].update(cpu_processes=3),
+         "config.yaml: math_models.pretraining.batch_size: the global batch of 16 does not split "
+         "evenly over 3 training processes"),
+        (lambda c: c["math_models"]["colbert"].update(micro_batch_size=5),
+         "config.yaml: math_models.colbert.micro_batch_size: 5 does not divide the 8"),
+        (lambda c: c["math_models"]["colbert"].update(ncells=0),
+         "config.yaml: math_models.colbert.ncells: 0 is less than the minimum of 1"),
+        (lambda c: c["math_models"]["colbert"].update(ndocs=0),
+         "config.yaml: math_models.colbert.ndocs: 0 is less than the minimum of 1"),
     ],
 )  # fmt: skip
 def test_schema_violations_give_one_line_naming_the_key(config, edit, message):
@@ -304,3 +321,19 @@ def test_run_summary_after_an_error_without_results(tmp_path: Path):
         "Report: `make report` writes results/report.html.",
         "What produced a result: hybrid-ir provenance FILE.",
     ]
+
+
+def test_gpu_jobs_split_the_global_batch_over_their_gpus(config):
+    from hybrid_ir.config import training_processes
+
+    config["math_models"].update(device="auto", cpu_processes=2)
+    config["math_models"]["pretraining"].update(batch_size=240, micro_batch_size=10)
+    seven = copy.deepcopy(config)
+    seven["resources"] = {"pretrain": {"gpu": 7}}
+    config["resources"] = {"pretrain": {"gpu": 8}}
+    validate_config(config, SCHEMA, "config.yaml")
+    # auto: the 8 GPUs where the job sees them, else 2 CPU processes; both split 240 evenly.
+    assert training_processes(config, "pretraining") == {2, 8}
+    assert training_processes(config, "colbert") == {1}
+    with pytest.raises(ConfigError, match="global batch of 240 does not split evenly over 7"):
+        validate_config(seven, SCHEMA, "config.yaml")

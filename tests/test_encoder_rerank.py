@@ -17,6 +17,7 @@ from hybrid_ir.config import math_model_runs, systems, validate_config
 from hybrid_ir.errors import ConfigError, HybridIRError, ParameterError
 from hybrid_ir.neural.candidates import top_candidates
 from hybrid_ir.neural.encoders import ENCODERS, Job, encoder
+from hybrid_ir.runs import canonicalize
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -143,6 +144,90 @@ def test_colbert_rerank_is_the_exact_maxsim_of_the_checkpoints_vectors(colbert, 
             [vectors] = checkpoint.docFromText([documents[doc]], keep_dims=False)
             exact = (vectors @ query.T).max(0).values.clamp(min=0).sum().item()
             assert score == pytest.approx(exact, rel=1e-5), (topic, doc)
+
+
+def test_colbert_rerank_streams_chunks_with_the_scores_of_whole_candidate_lists(
+    backbone, triplets, tmp_path, extensions_dir
+):
+    """A checkpoint whose indexing batch is 3 documents: re-ranking encodes and scores the
+    candidates 3 at a time, and each score is the one the topic's whole candidate list scored
+    at once gives (re-ranking before it streamed: the same encoding batches, then one MaxSim
+    product per topic). With 16 threads MKL computes a product of the few token vectors of a
+    short document (128 dimensions, 32 query tokens) otherwise than a long one, which the
+    padding of each product hides. A topic without candidates gets none."""
+    import torch
+
+    entry = COLBERT | {"dim": 128, "query_maxlen": 32}
+    model = tmp_path / "colbert"
+    encoder("colbert").train(
+        str(backbone), triplets, model, entry, Job(extensions_dir=extensions_dir)
+    )
+    metadata = json.loads((model / "artifact.metadata").read_text(encoding="utf-8"))
+    (model / "artifact.metadata").write_text(json.dumps(metadata | {"index_bsize": 3}))
+    rng = random.Random(11)
+    short = {f"s{i:02d}": _text(rng, 2 + i % 9) for i in range(30)}
+    ids = sorted(short)
+    candidates = {"q2": ids[1::3][::-1], "q1": ids[::2], "q3": []}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(16)
+    try:
+        run = encoder("colbert").rerank(model, candidates, short, QUERIES, entry, Job())
+        expected = _whole_candidate_lists(model, candidates, short, chunk=3)
+    finally:
+        torch.set_num_threads(threads)
+    assert list(run) == list(candidates) and run["q3"] == {}
+    assert [list(docs.items()) for docs in run.values()] == [
+        list(expected[topic].items()) for topic in run
+    ]
+
+
+def _whole_candidate_lists(model: Path, candidates, documents, chunk: int):
+    """Re-ranking as it was before it streamed: every candidate's vectors held, then each
+    topic's candidates packed and scored at once."""
+    import torch
+    from colbert.infra import ColBERTConfig
+    from colbert.modeling.checkpoint import Checkpoint
+    from colbert.modeling.colbert import colbert_score_packed
+
+    config = ColBERTConfig.load_from_checkpoint(str(model))
+    checkpoint = Checkpoint(str(model), colbert_config=config, verbose=0)
+    unique = sorted({doc for docs in candidates.values() for doc in docs})
+    assert len(unique) > 4 * chunk
+    per_document = {}
+    for start in range(0, len(unique), chunk):
+        texts = [documents[doc] for doc in unique[start : start + chunk]]
+        vectors, lengths = checkpoint.docFromText(texts, bsize=chunk, keep_dims="flatten")
+        encoded = vectors.float().split(lengths)
+        per_document |= dict(zip(unique[start : start + chunk], encoded, strict=True))
+    topics = sorted(candidates)
+    queries = checkpoint.queryFromText([QUERIES[topic] for topic in topics], to_cpu=True)
+    run: dict = {}
+    for topic, query in zip(topics, queries.split(1), strict=True):
+        docs = sorted(candidates[topic])
+        run[topic] = {}
+        if docs:
+            packed = torch.cat([per_document[doc] for doc in docs])
+            sizes = torch.tensor([len(per_document[doc]) for doc in docs])
+            scores = colbert_score_packed(query, packed, sizes, config).tolist()
+            run[topic] = dict(zip(docs, scores, strict=True))
+    return canonicalize(run)
+
+
+def test_colbert_search_encodes_queries_with_the_entrys_query_maxlen(
+    colbert, documents, extensions_dir
+):
+    """As re-ranking does: an entry's query_maxlen other than the checkpoint's (16) changes
+    search's scores (more [MASK] augmentation vectors), and the two still agree."""
+    model, searched = colbert
+    longer = COLBERT | {"query_maxlen": 24}
+    job = Job(extensions_dir=extensions_dir)
+    run = encoder("colbert").search(model, model.parent / "colbert-index", QUERIES, 50, longer, job)
+    assert all(run[topic] != searched[topic] for topic in QUERIES)
+    candidates = _candidates(run, documents)
+    reranked = encoder("colbert").rerank(model, candidates, documents, QUERIES, longer, job)
+    for topic, docs in reranked.items():
+        for doc, score in docs.items():
+            assert score == pytest.approx(run[topic][doc], rel=SEARCH_TOLERANCE["colbert"])
 
 
 @pytest.mark.parametrize(("kind", "entry"), [("dpr", DPR), ("colbert", COLBERT)])

@@ -1,13 +1,19 @@
-"""MLM (+NSP) further pretraining: masking rules, sentence pairs, vocabulary, kill and resume."""
+"""MLM (+NSP) further pretraining: masking rules, sentence pairs and their files, vocabulary,
+gradient accumulation, kill and resume."""
 
+import hashlib
 import json
+import math
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -18,12 +24,15 @@ from hybrid_ir.neural.pretrain import (
     IS_NEXT,
     NOT_NEXT,
     PretrainSettings,
+    TrainingData,
+    _micro_batches,
+    _Order,
+    accumulation_steps,
     mask_tokens,
     mlm_documents,
+    prepare_data,
     pretrain,
-    sentence_pairs,
     sentences,
-    split_documents,
 )
 
 DOCS = [
@@ -34,12 +43,34 @@ DOCS = [
     ["let y be the root.", "prove it for n.", "sum of k."],
 ]
 MATH = ["<x>", "<supscript>", "<2>", "<A>"]
+RTOL, ATOL = 1e-5, 1e-5
+"""Micro-batches against one forward, dropout off: the same losses and updates up to the order
+of floating-point sums. Measured over 12 steps of the tiny BERT in 4 micro-batches: losses
+1.4e-7 relative, weights 8.2e-7 absolute (attention key biases aside: softmax ignores a shift
+common to all keys, so their gradient is float noise, which Adam turns into steps of either
+sign; they moved 2.7e-6). The tolerances leave a margin of 12x or more."""
 
 
 def _settings(**changes):
     values = dict(steps=12, batch_size=4, lr=1e-3, max_length=32, seed=7, checkpoint_every=4,
                   eval_every=4, heldout=0.2)  # fmt: skip
     return PretrainSettings(**(values | changes))
+
+
+def _data(directory: Path, settings: PretrainSettings, documents=DOCS) -> Path:
+    digest = hashlib.sha256(json.dumps(documents).encode()).hexdigest()
+    return prepare_data(directory, settings, digest, lambda: documents)
+
+
+def run(model, out: Path, work: Path, settings: PretrainSettings, documents=DOCS) -> dict:
+    """Pretrain on ``documents``, their pairs written to ``work/data`` as the workflow does."""
+    data = _data(work / "data", settings, documents)
+    return pretrain(str(model), data, MATH, out, work, settings)
+
+
+def _pairs(data: Path, split: str = "train") -> list[tuple[str, str, int]]:
+    opened = TrainingData(data)
+    return list(zip(*opened.examples(split, range(opened.size(split))), strict=True))
 
 
 def _masking(rule):
@@ -75,29 +106,170 @@ def test_settings_are_checked():
         _settings(mask_rule="90/10")
     with pytest.raises(ConfigError, match="steps and epochs"):
         _settings(epochs=1.0)
+    with pytest.raises(ConfigError, match=r"^config: math_models\.pretraining\.pairs: 'next' is"):
+        _settings(pairs="next")
+    with pytest.raises(ConfigError, match=r"^config: math_models\.pretraining\.pair_window: 0"):
+        _settings(pair_window=0)
+    with pytest.raises(ConfigError, match=r"^config: math_models\.pretraining\.micro_batch_size"):
+        _settings(micro_batch_size=0)
 
 
-def test_sentence_pairs_are_half_random_and_seeded():
+def test_accumulation_steps_split_each_process_share():
+    assert accumulation_steps(240, 8, None) == 1
+    assert accumulation_steps(240, 8, 10) == 3
+    assert accumulation_steps(240, 8, 30) == 1
+    assert accumulation_steps(16, 1, 4) == 4
+    with pytest.raises(ConfigError) as error:
+        accumulation_steps(240, 8, 7)
+    assert str(error.value) == (
+        "config: math_models.pretraining.micro_batch_size: 7 rows do not divide the 30 rows of "
+        "each of 8 training processes (batch_size 240 / 8); use one of [1, 2, 3, 5, 6, 10, 15, 30]"
+    )
+    with pytest.raises(ConfigError, match=r"^config: math_models\.pretraining\.micro_batch_size"):
+        accumulation_steps(16, 2, 16)
+    key = "math_models.backbones.minilm-math.pretraining"
+    with pytest.raises(ConfigError, match=r"^config: math_models\.backbones\.minilm-math\.pre"
+                       r"training\.batch_size: the global batch of 10 does not split"):  # fmt: skip
+        accumulation_steps(10, 4, None, key)
+
+
+# The split and pairing of the code before pairs went to files, kept as the reference the files
+# must reproduce draw for draw: the default configuration's model must not change.
+def _reference_split(documents, heldout: float, seed: int):
+    order = np.random.default_rng(seed).permutation(len(documents))
+    cut = max(1, math.ceil(heldout * len(documents)))
+    held = {int(index) for index in order[:cut]}
+    train = [doc for index, doc in enumerate(documents) if index not in held]
+    return train, [doc for index, doc in enumerate(documents) if index in held]
+
+
+def _reference_pairs(documents, seed: int, nsp: bool = True):
+    rng = np.random.default_rng(seed)
+    owners = [(doc, index) for doc, text in enumerate(documents) for index in range(len(text))]
+    pairs = []
+    for doc, text in enumerate(documents):
+        for index in range(len(text) - 1):
+            if nsp and len(documents) > 1 and rng.random() < 0.5:
+                other_doc, other = owners[int(rng.integers(len(owners)))]
+                while other_doc == doc:
+                    other_doc, other = owners[int(rng.integers(len(owners)))]
+                pairs.append((text[index], documents[other_doc][other], NOT_NEXT))
+            else:
+                pairs.append((text[index], text[index + 1], IS_NEXT))
+    return pairs
+
+
+def _reference_indices(step: int, size: int, batch_size: int, seed: int) -> list[int]:
+    indices: list[int] = []
+    position = step * batch_size
+    while len(indices) < batch_size:
+        epoch, offset = divmod(position, size)
+        order = np.random.default_rng([seed, epoch]).permutation(size)
+        take = min(batch_size - len(indices), size - offset)
+        indices.extend(int(i) for i in order[offset : offset + take])
+        position += take
+    return indices
+
+
+# 0 to 11 sentences a document, empty and one-sentence documents included.
+UNEVEN = [[f"d{d} s{s}." for s in range(d * 7 % 12)] for d in range(40)]
+
+
+@pytest.mark.parametrize("nsp", [True, False])
+def test_adjacent_pairs_are_those_drawn_before_pairs_went_to_files(tmp_path, nsp):
+    settings = _settings(nsp=nsp, heldout=0.1, max_heldout_pairs=10)
+    data = _data(tmp_path / "data", settings, UNEVEN)
+    train, held = _reference_split(UNEVEN, 0.1, seed=7)
+    assert _pairs(data) == _reference_pairs(train, 7, nsp)
+    assert _pairs(data, "heldout") == _reference_pairs(held, 8, nsp)[:10]
+    facts = TrainingData(data).facts
+    assert facts["documents"] == {"train": len(train), "heldout": len(held)}
+    assert facts["sentences"] == sum(map(len, UNEVEN))
+
+
+def test_batch_order_is_the_per_step_draw_of_before():
+    for size, batch_size in ((10, 4), (3, 8)):  # (3, 8): a batch spans three epochs
+        order = _Order(size, batch_size, seed=3)
+        for step in range(12):
+            assert order.batch(step).tolist() == _reference_indices(step, size, batch_size, 3)
+
+
+def test_adjacent_pairs_are_half_random_and_seeded(tmp_path):
     docs = [[f"d{d} s{s}." for s in range(30)] for d in range(20)]
-    pairs = sentence_pairs(docs, seed=3)
-    assert pairs == sentence_pairs(docs, seed=3)
-    random_share = sum(p.label == NOT_NEXT for p in pairs) / len(pairs)
+    pairs = _pairs(_data(tmp_path / "a", _settings(), docs))
+    assert pairs == _pairs(_data(tmp_path / "b", _settings(), docs))
+    random_share = sum(label == NOT_NEXT for _, _, label in pairs) / len(pairs)
     assert 0.45 < random_share < 0.55
-    for pair in pairs:
-        doc_a, doc_b = pair.first.split()[0], pair.second.split()[0]
-        assert (doc_a == doc_b) == (pair.label == IS_NEXT)
-    assert all(p.label == IS_NEXT for p in sentence_pairs(docs, seed=3, nsp=False))
+    for first, second, label in pairs:
+        assert (first.split()[0] == second.split()[0]) == (label == IS_NEXT)
+    no_nsp = _pairs(_data(tmp_path / "c", _settings(nsp=False), docs))
+    assert all(label == IS_NEXT for _, _, label in no_nsp)
+
+
+def _sentence_ids(segment: str) -> list[tuple[int, int]]:
+    return [(int(d), int(s)) for d, s in re.findall(r"d(\d+) s(\d+)\.", segment)]
+
+
+def test_pya0_pairs_walk_windows_of_one_document(tmp_path):
+    docs = [[f"d{d} s{s}." for s in range(14)] for d in range(60)]
+    settings = _settings(pairs="pya0", heldout=0.05)
+    data = _data(tmp_path / "data", settings, docs)
+    pairs = _pairs(data)
+    assert pairs == _pairs(_data(tmp_path / "again", settings, docs))
+    for first, second, label in pairs:
+        a, b = _sentence_ids(first), _sentence_ids(second)
+        assert first == " ".join(f"d{d} s{s}." for d, s in a)
+        for segment in (a, b):
+            doc, start = segment[0]
+            # Up to 3 consecutive sentences of one document, cut at its end only.
+            assert segment == [(doc, start + i) for i in range(min(3, 14 - start))]
+        if label == IS_NEXT:
+            assert b[0] == (a[0][0], a[0][1] + 3)
+        else:
+            assert a[0][0] != b[0][0]
+    # 57 training documents of 14 sentences: 798 / (1.5 * 3) = 177 pairs, less the reads lost
+    # where an is-next pair would span two documents.
+    assert TrainingData(data).facts["sentences"] == 840
+    assert 140 < len(pairs) <= 177
+    is_next = sum(label == IS_NEXT for _, _, label in pairs) / len(pairs)
+    assert 0.35 < is_next < 0.65
+    no_nsp = _pairs(_data(tmp_path / "c", _settings(pairs="pya0", nsp=False), docs))
+    assert all(label == IS_NEXT for _, _, label in no_nsp)
+
+
+def test_pairs_are_written_once_and_again_for_other_inputs_or_settings(tiny_bert, tmp_path):
+    settings = _settings()
+    data = _data(tmp_path / "data", settings)
+    digest = hashlib.sha256(json.dumps(DOCS).encode()).hexdigest()
+
+    def unread():
+        raise AssertionError("the documents were read again")
+
+    assert prepare_data(data, settings, digest, unread) == data
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+    other = _settings(heldout=0.4)
+    with pytest.raises(HybridIRError, match=r"data: pairs made with .*'heldout': 0\.2"):
+        pretrain(str(tiny_bert), data, MATH, tmp_path / "out", tmp_path / "work", other)
+    _data(data, other)
+    assert TrainingData(data).facts["documents"] == {"train": 3, "heldout": 2}
+    _data(data, settings, DOCS[:4])
+    assert TrainingData(data).facts["documents"] == {"train": 3, "heldout": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
 
 
 def test_heldout_split_and_documents(tmp_path):
-    train, held = split_documents(DOCS, 0.2, seed=1)
-    assert len(held) == 1 and len(train) == 4 and held[0] not in train
+    data = _data(tmp_path / "data", _settings(heldout=0.2, seed=1))
+    assert TrainingData(data).facts["documents"] == {"train": 4, "heldout": 1}
+    held = {text for pair in _pairs(data, "heldout") for text in pair[:2]}
+    train = {text for pair in _pairs(data) for text in pair[:2]}
+    assert held and not held & train
     assert sentences("One. Two?\nThree <.> four") == ["One.", "Two?", "Three <.> four"]
     corpus = tmp_path / "c.jsonl"
     rows = [{"id": "1", "title": "Q.", "text": "A one. A two."},
             {"id": "2", "title": "Q.", "text": "B."}]  # fmt: skip
     corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert mlm_documents([(corpus, ["title", "text"])]) == [["Q.", "A one.", "A two."], ["B."]]
+    documents = mlm_documents([(corpus, ["title", "text"])])
+    assert list(documents) == [["Q.", "A one.", "A two."], ["B."]]
 
 
 def test_math_tokens_keep_case_and_reload_identically(tiny_bert, tmp_path):
@@ -117,7 +289,7 @@ def _weights(path: Path) -> dict:
 
 
 def test_pretraining_adds_heads_and_tokens(tiny_bert, tmp_path):
-    facts = pretrain(str(tiny_bert), DOCS, MATH, tmp_path / "out", tmp_path / "work", _settings())
+    facts = run(tiny_bert, tmp_path / "out", tmp_path / "work", _settings())
     assert facts["math_tokens_added"] == 4 and facts["embedding_rows_added"] == 4
     assert "cls.seq_relationship.weight" in facts["newly_initialised"]
     assert any(name.startswith("cls.predictions") for name in facts["newly_initialised"])
@@ -134,7 +306,7 @@ KILLER = textwrap.dedent(
     from pathlib import Path
     import hybrid_ir.neural.pretrain as module
     sys.path.insert(0, {tests!r})
-    from test_pretrain import DOCS, MATH, _settings
+    from test_pretrain import _settings, run
 
     save = module._save_checkpoint
 
@@ -145,35 +317,90 @@ KILLER = textwrap.dedent(
         return path
 
     module._save_checkpoint = save_then_die
-    module.pretrain({model!r}, DOCS, MATH, Path({out!r}), Path({work!r}), _settings())
+    run({model!r}, Path({out!r}), Path({work!r}), _settings(micro_batch_size={micro!r}))
     """
 )
 
 
-def test_killed_pretraining_resumes_to_the_same_weights(tiny_bert, tmp_path):
+@pytest.mark.parametrize("micro", [None, 2])
+def test_killed_pretraining_resumes_to_the_same_weights(tiny_bert, tmp_path, micro):
+    # The tiny BERT has dropout: with micro-batches, each one's dropout is seeded too.
     out, work = tmp_path / "resumed", tmp_path / "work"
     script = KILLER.format(tests=str(Path(__file__).parent), model=str(tiny_bert),
-                           out=str(out), work=str(work))  # fmt: skip
+                           out=str(out), work=str(work), micro=micro)  # fmt: skip
     killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             env=os.environ | {"PYTHONHASHSEED": "0"})  # fmt: skip
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert not out.exists()
-    assert sorted(p.name for p in work.iterdir()) == ["step-0000004", "step-0000008"]
+    assert sorted(p.name for p in work.iterdir()) == ["data", "step-0000004", "step-0000008"]
 
-    facts = pretrain(str(tiny_bert), DOCS, MATH, out, work, _settings())
+    settings = _settings(micro_batch_size=micro)
+    facts = run(tiny_bert, out, work, settings)
     assert facts["resumed_from_step"] == 8
     straight = tmp_path / "straight"
-    pretrain(str(tiny_bert), DOCS, MATH, straight, tmp_path / "work2", _settings())
+    run(tiny_bert, straight, tmp_path / "work2", settings)
     resumed_weights, straight_weights = _weights(out), _weights(straight)
     assert resumed_weights.keys() == straight_weights.keys()
     for name, tensor in straight_weights.items():
         assert torch.equal(resumed_weights[name], tensor), name
 
 
+@pytest.fixture(scope="module")
+def still_bert(tiny_bert, tmp_path_factory) -> Path:
+    """The tiny BERT without dropout, whose masks follow the micro-batches' shapes: runs in
+    other micro-batches then differ by the order of floating-point sums alone."""
+    path = tmp_path_factory.mktemp("still-bert") / "model"
+    shutil.copytree(tiny_bert, path)
+    config = json.loads((path / "config.json").read_text())
+    config |= {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+    (path / "config.json").write_text(json.dumps(config))
+    return path
+
+
+def _curves(facts: dict) -> torch.Tensor:
+    return torch.tensor(
+        [[row["step"], row["mlm"], row["nsp"]] for row in facts["history"]], dtype=torch.float64
+    )
+
+
+def test_micro_batches_accumulate_to_the_whole_batch(still_bert, tmp_path):
+    whole = run(still_bert, tmp_path / "whole", tmp_path / "w1", _settings())
+    # A micro-batch of the whole share is the one-forward run, op for op.
+    one = run(still_bert, tmp_path / "one", tmp_path / "w2", _settings(micro_batch_size=4))
+    assert one["accumulation_steps"] == 1 and one["history"] == whole["history"]
+    for name, tensor in _weights(tmp_path / "whole").items():
+        assert torch.equal(_weights(tmp_path / "one")[name], tensor), name
+    # 4 micro-batches of 1 row, and held-out chunks scored in micro-batches too. Losses and
+    # weights differ by float summation order only: RTOL and ATOL say how much (module top).
+    micro = run(still_bert, tmp_path / "micro", tmp_path / "w3", _settings(micro_batch_size=1))
+    assert micro["accumulation_steps"] == 4
+    assert [row["split"] for row in micro["history"]] == [row["split"] for row in whole["history"]]
+    torch.testing.assert_close(_curves(micro), _curves(whole), rtol=RTOL, atol=0)
+    assert _curves(whole)[-1, 1] < _curves(whole)[1, 1] - 0.1  # the curve compared moved
+    expected = _weights(tmp_path / "whole")
+    for name, tensor in _weights(tmp_path / "micro").items():
+        if not name.endswith("attention.self.key.bias"):
+            torch.testing.assert_close(tensor, expected[name], rtol=0, atol=ATOL, msg=name)
+
+
+def test_micro_batches_drop_the_padding_they_do_not_need():
+    attention = torch.tensor([[1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 0],
+                              [1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])  # fmt: skip
+    inputs = {"input_ids": torch.arange(24).reshape(4, 6), "attention_mask": attention}
+    batch = (inputs, torch.full((4, 6), IGNORE), torch.arange(4))
+    pieces = _micro_batches(batch, slice(0, 4), 2)
+    assert [piece[0]["input_ids"].shape for piece in pieces] == [(2, 3), (2, 6)]
+    assert [piece[1].shape for piece in pieces] == [(2, 3), (2, 6)]
+    assert torch.equal(pieces[0][0]["input_ids"], torch.tensor([[0, 1, 2], [6, 7, 8]]))
+    rank_pieces = _micro_batches(batch, slice(2, 4), 1)
+    assert [piece[0]["attention_mask"].shape[1] for piece in rank_pieces] == [6, 4]
+    assert [piece[2].tolist() for piece in rank_pieces] == [[2], [3]]
+
+
 def test_checkpoint_of_other_settings_is_not_resumed(tiny_bert, tmp_path):
     work = tmp_path / "work"
-    pretrain(str(tiny_bert), DOCS, MATH, tmp_path / "a", work, _settings(steps=6))
-    facts = pretrain(str(tiny_bert), DOCS, MATH, tmp_path / "b", work, _settings(lr=5e-4))
+    run(tiny_bert, tmp_path / "a", work, _settings(steps=6))
+    facts = run(tiny_bert, tmp_path / "b", work, _settings(lr=5e-4))
     assert facts["resumed_from_step"] == 0
 
 
@@ -202,7 +429,7 @@ def test_checkpoint_that_would_run_code_is_refused_unrun(tiny_bert, tmp_path, pl
     planted.parent.mkdir(parents=True)
     plant(planted, _RunsCommand(f"touch {sentinel}"))
     with pytest.raises(HybridIRError) as error:
-        pretrain(str(tiny_bert), DOCS, MATH, tmp_path / "out", work, _settings())
+        run(tiny_bert, tmp_path / "out", work, _settings())
     message = str(error.value)
     assert message.startswith(f"{planted}: refusing to load this checkpoint")
     assert "\n" not in message
@@ -216,7 +443,7 @@ def test_unreadable_checkpoint_is_one_line_naming_the_file(tiny_bert, tmp_path):
     truncated.parent.mkdir(parents=True)
     truncated.write_bytes(b"PK\x03\x04 cut short")
     with pytest.raises(HybridIRError, match=r"state\.pt: cannot read this checkpoint \(") as error:
-        pretrain(str(tiny_bert), DOCS, MATH, tmp_path / "out", work, _settings())
+        run(tiny_bert, tmp_path / "out", work, _settings())
     assert str(truncated) in str(error.value) and "\n" not in str(error.value)
 
 
@@ -226,9 +453,9 @@ def test_a_roberta_backbone_is_pretrained_with_mlm_only(tmp_path):
 
     roberta = make_tiny_roberta(tmp_path / "roberta")
     with pytest.raises(ConfigError, match="nsp: .* RobertaForMaskedLM, which has no next-sentence"):
-        pretrain(str(roberta), DOCS, MATH, tmp_path / "bad", tmp_path / "work0", _settings())
+        run(roberta, tmp_path / "bad", tmp_path / "work0", _settings())
     settings = _settings(nsp=False, steps=4)
-    facts = pretrain(str(roberta), DOCS, MATH, tmp_path / "out", tmp_path / "work", settings)
+    facts = run(roberta, tmp_path / "out", tmp_path / "work", settings)
     assert facts["math_tokens_added"] == 4 and facts["newly_initialised"] == []
     held = [row for row in facts["history"] if row["split"] == "heldout"]
     assert [row["step"] for row in held] == [0, 4] and all(row["nsp"] == 0 for row in held)

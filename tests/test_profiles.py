@@ -38,8 +38,9 @@ def _default_config(**resources) -> dict:
 def test_a_rule_takes_its_own_entry_over_default_and_no_unset_partition():
     config = _default_config(pretrain={"gpu": 1, "slurm_partition": "gpu"})
     assert rule_threads(config, "pretrain") == 2
+    # A GPU job stays on one node (--nodes=1): one torchrun starts all its ranks.
     assert rule_resources(config, "pretrain") == {
-        "mem_mb": 4000, "runtime": 30, "gpu": 1, "slurm_partition": "gpu",
+        "mem_mb": 4000, "runtime": 30, "gpu": 1, "slurm_partition": "gpu", "nodes": 1,
     }  # fmt: skip
     # A rule without an entry: default's values; no partition key at all (never -p '').
     assert rule_threads(config, "evaluate_run") == 1
@@ -144,30 +145,32 @@ def two_gpu_machine(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv(devices.GPU_LOCK_DIR_ENV, str(tmp_path / "locks"))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     with devices.released_gpus():
         yield monkeypatch
 
 
 def test_two_jobs_claim_different_gpus_and_a_third_fails(two_gpu_machine):
     assert devices.machine_gpu_count() == 2
-    assert devices.claim_gpus(1) == [0]
+    assert devices.claim_gpus(1) == ["0"]
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "0"
     two_gpu_machine.delenv("CUDA_VISIBLE_DEVICES")  # the next job is another process
-    assert devices.claim_gpus(1) == [1]
+    assert devices.claim_gpus(1) == ["1"]
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
     two_gpu_machine.delenv("CUDA_VISIBLE_DEVICES")
-    with pytest.raises(ConfigError, match=r"needs 1 GPU\(s\) but only 0 of this machine's 2"):
+    with pytest.raises(ConfigError, match=r"needs 1 GPU\(s\) but only 0 of the 2 of this machine"):
         devices.claim_gpus(1)
 
 
 def test_released_gpus_are_free_again(two_gpu_machine):
     with devices.released_gpus():
-        assert devices.claim_gpus(2) == [0, 1]
+        assert devices.claim_gpus(2) == ["0", "1"]
     two_gpu_machine.delenv("CUDA_VISIBLE_DEVICES")
-    assert devices.claim_gpus(1) == [0]
+    assert devices.claim_gpus(1) == ["0"]
 
 
 def test_a_gpu_chosen_by_the_scheduler_is_not_claimed(two_gpu_machine, tmp_path):
+    two_gpu_machine.setenv("SLURM_JOB_ID", "17")
     two_gpu_machine.setenv("CUDA_VISIBLE_DEVICES", "1")
     assert devices.claim_gpus(1) == []
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
@@ -276,3 +279,38 @@ def test_the_paper_configuration_asks_the_cluster_for_gpus_where_it_trains(paper
     assert all({"mem_mb", "runtime", "gpu"} <= set(resources) for _, resources in sized)
     gpu_rules = {rule for rule, resources in sized if resources["gpu"] != "0"}
     assert gpu_rules == {*TORCH_RULES, "finetune_snapshots", "encoder_rerank"}
+    # One node per GPU job: its ranks are started by one torchrun (sbatch --nodes=1).
+    assert {resources.get("nodes") for rule, resources in sized if rule in gpu_rules} == {"1"}
+    assert all("nodes" not in resources for rule, resources in sized if rule not in gpu_rules)
+
+
+def test_a_shell_export_narrows_the_claims_to_its_gpus(two_gpu_machine):
+    # Without the claim every job would run on the first GPU of the exported set.
+    two_gpu_machine.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert devices.claim_gpus(1) == ["1"]
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
+    two_gpu_machine.setenv("CUDA_VISIBLE_DEVICES", "1")  # the next job, same shell
+    with pytest.raises(ConfigError, match=r"only 0 of the 1 of CUDA_VISIBLE_DEVICES=1 are free"):
+        devices.claim_gpus(1)
+    two_gpu_machine.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert devices.claim_gpus(1) == ["0"]
+
+
+def test_cuda_settings_reach_the_ranks_through_the_environment(monkeypatch):
+    import torch
+
+    monkeypatch.delenv(devices.TF32_ENV, raising=False)
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        devices.cuda_settings(False)
+        assert os.environ[devices.TF32_ENV] == "0"
+        assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == devices.CUBLAS_WORKSPACE
+        assert not torch.backends.cuda.matmul.allow_tf32
+        devices.cuda_settings()  # a rank: the job's choice, read back
+        assert not torch.backends.cuda.matmul.allow_tf32
+        monkeypatch.setenv(devices.TF32_ENV, "1")
+        devices.cuda_settings()
+        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.deterministic
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before

@@ -231,7 +231,9 @@ def test_released_entries_take_index_and_search_defaults_and_the_top_level_seed(
     assert released["a0-colbert"] == {"encoder": "colbert",
                                       "checkpoint": "approach0/colbert-cocomae-600",
                                       "query_maxlen": 32, "doc_maxlen": 180, "nbits": 2,
-                                      "seed": config["seed"], "math_tokens": "angle"}  # fmt: skip
+                                      "seed": config["seed"], "math_tokens": "angle",
+                                      "ncells": None, "centroid_score_threshold": None,
+                                      "ndocs": None}  # fmt: skip
 
 
 def test_rerankers_name_a_released_run_or_an_mlm_checkpoint():

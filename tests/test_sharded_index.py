@@ -216,7 +216,7 @@ def test_forced_cuda_without_cuda_fails_with_the_config_line(tmp_path):
         retrieve("dense", request)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: encodes on the GPU")
+@pytest.mark.gpu
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_cuda_encodings_match_the_cpu(precision):
     texts = [text for _, text in _passages(6)]

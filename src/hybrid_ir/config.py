@@ -208,6 +208,53 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     _derive_defaults(config)
     _check_references(config, source)
     _check_resources(config, set(schema["properties"]["resources"]["properties"]), source)
+    _check_batches(config, source)
+
+
+# The rule whose jobs train each section's models: their GPUs decide the process count.
+TRAINING_RULES = {"pretraining": "pretrain", "dpr": "finetune", "colbert": "finetune"}
+
+
+def training_processes(config: Mapping, section: str) -> set[int]:
+    """The process counts a training job of ``math_models.<section>`` may run on: one per GPU
+    of its rule where CUDA may be used, ``cpu_processes`` where the CPU may (``device: auto``
+    allows both); ColBERT trains on one process."""
+    math = config["math_models"]
+    if section == "colbert":
+        return {1}
+    gpus = _rule_settings(config, TRAINING_RULES[section])["gpu"]
+    counts = set()
+    if math["device"] != "cpu" and gpus > 0:
+        counts.add(gpus)
+    if math["device"] != "cuda" or gpus == 0:
+        counts.add(math["cpu_processes"])
+    return counts
+
+
+def _check_batches(config: dict, source: str) -> None:
+    """The global batch splits evenly over every process count its job may have, and each
+    process's share into whole micro-batches: found here, not after hours in a queue."""
+    math = config["math_models"]
+    if not math:
+        return
+    for section in ("pretraining", *ENCODERS):
+        if section not in math:
+            continue
+        batch, micro = math[section]["batch_size"], math[section]["micro_batch_size"]
+        for processes in sorted(training_processes(config, section)):
+            where = f"{source}: math_models.{section}"
+            if batch % processes:
+                raise ConfigError(
+                    f"{where}.batch_size: the global batch of {batch} does not split evenly over "
+                    f"{processes} training processes (resources.{TRAINING_RULES[section]}.gpu or "
+                    "math_models.cpu_processes); make it a multiple of them"
+                )
+            if micro is not None and (batch // processes) % micro:
+                raise ConfigError(
+                    f"{where}.micro_batch_size: {micro} does not divide the {batch // processes} "
+                    f"examples each of {processes} training process(es) takes of the global batch "
+                    f"of {batch}"
+                )
 
 
 # Sections whose entries may name several topic sets; each becomes one entry per set.
@@ -849,9 +896,14 @@ def rule_threads(config: Mapping, rule: str) -> int:
 def rule_resources(config: Mapping, rule: str) -> dict[str, Any]:
     """The Snakemake resources of ``rule``'s jobs (every key but threads), each from the rule's
     ``resources`` entry, else ``resources.default``; a partition or cores per GPU that neither
-    sets is left out, so that SLURM picks its default partition rather than ``-p ''``."""
+    sets is left out, so that SLURM picks its default partition rather than ``-p ''``. A job with
+    GPUs asks for one node (``--nodes=1``): its training processes are started by one torchrun
+    on one machine, and SLURM could otherwise place 8 GPUs on two 4-GPU nodes."""
     settings = _rule_settings(config, rule)
-    return {key: value for key, value in settings.items() if key != "threads"}
+    resources = {key: value for key, value in settings.items() if key != "threads"}
+    if resources["gpu"] > 0:
+        resources["nodes"] = 1
+    return resources
 
 
 def _rule_settings(config: Mapping, rule: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ def main():
     documents = corpus_texts(snakemake.input.corpus, snakemake.params.doc_fields, separator="\n")
     logging.info("%s model %s", snakemake.params.encoder, snakemake.params.model)
     job = Job(
-        device=resolve_device(snakemake.params.device),
+        device=resolve_device(snakemake.params.device, tf32=snakemake.params.tf32),
         precision=snakemake.params.precision,
         extensions_dir=Path(snakemake.params.extensions),
     )

@@ -39,7 +39,7 @@ def main():
         spec["depth"],
     )
     job = Job(
-        device=resolve_device(snakemake.params.device),
+        device=resolve_device(snakemake.params.device, tf32=snakemake.params.tf32),
         precision=snakemake.params.precision,
         extensions_dir=Path(snakemake.params.extensions),
     )

@@ -15,7 +15,7 @@ from hybrid_ir.neural.models import set_threads
 def main():
     claim_gpus(snakemake.resources.gpu)
     set_threads(snakemake.threads)
-    device = resolve_device(snakemake.params.device)
+    device = resolve_device(snakemake.params.device, tf32=snakemake.params.tf32)
     gpus = getattr(snakemake.resources, "gpu", 0)
     job = Job(
         device,
@@ -28,7 +28,8 @@ def main():
         snakemake.params.source,
         Path(snakemake.input.triplets),
         Path(snakemake.output.model),
-        snakemake.params.settings | {"snapshot_dirs": snakemake.params.snapshots},
+        snakemake.params.settings
+        | {"snapshot_dirs": snakemake.params.snapshots, "workdir": snakemake.params.workdir},
         job,
     )
     summary = {k: v for k, v in facts.items() if k != "losses"}

@@ -31,7 +31,7 @@ def main():
         depth=spec["depth"],
         max_length=spec["max_length"],
         batch_size=spec["batch_size"],
-        device=resolve_device(snakemake.params.device),
+        device=resolve_device(snakemake.params.device, tf32=snakemake.params.tf32),
         precision=snakemake.params.precision,
     )
     lines = write_run(run, snakemake.output.run, tag=snakemake.wildcards.system)

@@ -15,7 +15,7 @@ from hybrid_ir.neural.pretrain import pretrain_job, write_losses
 def main():
     claim_gpus(snakemake.resources.gpu)
     set_threads(snakemake.threads)
-    device = resolve_device(snakemake.params.device)
+    device = resolve_device(snakemake.params.device, tf32=snakemake.params.tf32)
     gpus = getattr(snakemake.resources, "gpu", 0)
     arguments = {
         "backbone": snakemake.params.model,

@@ -1,5 +1,5 @@
 """ColBERT (Zhong et al. 2022, "Evaluating Token-Level and Passage-Level Dense Retrieval Models
-for Math IR") on CPU with colbert-ai 0.2.22: fine-tune on triplets, index, search.
+for Math IR") with colbert-ai 0.2.22: fine-tune on triplets, index, search, re-rank.
 
 The paper fine-tunes ColBERT from a math-aware BERT with AdamW (lr 1e-6), 128-dimensional token
 vectors and the pairwise softmax cross-entropy on (query, positive, negative) triplets. What
@@ -12,15 +12,53 @@ loss exactly as colbert's trainer computes it (scores viewed as ``(B, 2)``, cros
 the positive at index 0), its gradient step (norm clipped to 2.0), its checkpoint format, and
 the PLAID :class:`~colbert.Indexer` / :class:`~colbert.Searcher`.
 
-Re-ranking (paper 000, §3.4) scores a first-stage run's candidates without an index: the
-checkpoint's own encoders (``queryFromText``, ``docFromText``) and the MaxSim kernel that search
-scores its final candidates with (``colbert_score_packed``), on uncompressed token vectors.
+Backbones: any model colbert's ``class_factory`` builds by ``model_type`` (BERT, RoBERTa, ...).
+A vocabulary without the two marker tokens (RoBERTa's byte-level BPE has no ``[unused*]``)
+gets them as added special tokens, with the embeddings resized, in a copy of the backbone
+beside the output: the checkpoint carries them, and indexing, search and re-ranking load them
+from it. The backbone directory itself is never changed.
 
 The training loop itself is ours: colbert's ``Trainer`` spawns one process per GPU, each
 joining an NCCL group. The loop below follows the body of ``colbert.training.training.train``
 in this process, with the model wrapped in ``DistributedDataParallel`` over a one-rank ``gloo``
 group as colbert wraps it, and ``torch.optim.AdamW`` with the weight decay passed in. With one
 rank the gradient all-reduce is an identity, so the wrapper changes no number.
+
+Gradient accumulation (``micro_batch_size`` m): a step's batch of B triplets is tensorized
+whole, as colbert's batcher does with ``accumsteps`` (queries padded to ``query_maxlen``,
+passages to the longest of the batch), and run as B/m forward and backward passes of m
+triplets, each loss (its cross-entropy mean) weighted m/B; one optimizer step follows. The
+loss has no in-batch negatives (a query competes only with its own two passages), so the
+summed gradients are those of the whole batch's mean, up to float rounding. Unset, the batch
+is one forward pass.
+
+Resumption: with a ``workdir``, every ``checkpoint_every`` steps the model, optimizer, gradient
+scaler, step, losses and the random generators' states (torch CPU and CUDA, NumPy, Python) are
+saved there, atomically, the last two kept, with the run's fingerprint: the settings, the
+backbone's files, the triplet file and this module's code. colbert's BERT draws its dropout
+masks from torch's global generator, so restoring the generators is what makes a run that was
+killed and restarted end with the weights of one that never stopped (same device, torch build
+and threads). A checkpoint made otherwise is ignored, with a log line naming what differs.
+
+Devices: colbert-ai picks its CPU or GPU path from values fixed when it is imported
+(``colbert.parameters.DEVICE``, copied into several modules, and ``RunSettings.
+total_visible_gpus``), so on a machine with CUDA it would take the GPU whatever the job asked.
+Every function here takes ``device`` (``cpu``, ``cuda``, ``cuda:N``) and ``precision`` and
+sets colbert's choice for the duration of the call (:func:`_on_device`); ``cpu`` is the CPU
+path even where CUDA is visible. ``precision`` bf16/fp16 autocasts the training forward passes
+(fp16 with colbert's own gradient scaler, CUDA only) and the encoders of indexing, search and
+re-ranking (colbert's inference checkpoint would always ask for CUDA fp16); fp32 runs without
+autocast. On CUDA colbert keeps document vectors and the index in fp16 whatever the precision.
+Its residual codec then JIT-compiles CUDA kernels (bit packing and residual decompression have
+no torch path on the GPU: the torch decompression in ``residual.py`` is the CPU branch), so
+indexing and search first check for an ``nvcc`` matching torch's CUDA (training and
+re-ranking compile nothing on the GPU). The CUDA paths are written from colbert-ai's source and
+have not been run here; the tests cover what the CPU can: the CPU forced where colbert would
+take the GPU, the toolkit check, and the globals a CUDA call sets.
+
+Re-ranking (paper 000, §3.4) scores a first-stage run's candidates without an index: the
+checkpoint's own encoders (``queryFromText``, ``docFromText``) and the MaxSim kernel that search
+scores its final candidates with (``colbert_score_packed``), on uncompressed token vectors.
 
 Compatibility shims, installed when this module is imported (see :func:`_install_shims`):
 
@@ -29,23 +67,20 @@ Compatibility shims, installed when this module is imported (see :func:`_install
   ``'HF_ColBERT' object has no attribute 'all_tied_weights_keys'``.
 * colbert writes a checkpoint's provenance with GitPython's ``active_branch``, which raises on a
   detached HEAD (a tag or CI checkout) after all training is done.
-* colbert's launcher re-seeds Python, NumPy and torch with a hard-coded 12345 before indexing;
-  :func:`index_colbert` routes that call to its ``seed`` argument instead (and puts back the
-  ``CUDA_VISIBLE_DEVICES`` the launcher overwrites).
+* colbert's one-process launcher re-seeds Python, NumPy and torch with a hard-coded 12345
+  before indexing and points ``CUDA_VISIBLE_DEVICES`` at the first GPUs of its own list;
+  :func:`index_colbert` runs the indexer seeded with its ``seed`` argument instead, on the
+  devices this process was given.
 
-Kernels: colbert JIT-compiles four small C++ extensions on first use (segmented MaxSim, pid
-filtering, residual decompression, segmented lookup; about 30 s each on two cores). They are
-built under ``extensions_dir`` (``TORCH_EXTENSIONS_DIR``), by default
+Kernels: on the CPU colbert JIT-compiles four small C++ extensions on first use (segmented
+MaxSim, pid filtering, residual decompression, segmented lookup; about 30 s each on two cores).
+They are built under ``extensions_dir`` (``TORCH_EXTENSIONS_DIR``), by default
 ``.cache/torch_extensions`` under the working directory, so only the first run pays.
 
 Determinism: training, the pid and embedding samples of k-means (Python/NumPy/torch seeds),
 faiss k-means (colbert's fixed seed 123) and search are all seeded or free of randomness, so
 the same inputs, seed, torch build and thread count give identical scores. Paths are handed to
 colbert as absolute paths: it first tries a relative one as a Hugging Face hub repository id.
-On a machine with CUDA, colbert moves models to the GPU by itself (``colbert.parameters.
-DEVICE``); this module is written and tested for CPU only. ``precision`` bf16/fp16 autocasts
-the training forward passes (fp16 with colbert's own gradient scaler, CUDA only); fp32 runs
-without autocast.
 
 One rank only: colbert-ai 0.2.22's multi-rank path needs CUDA. ``colbert/utils/distributed.py``
 creates the process group only when ``torch.cuda.is_available()`` (line 22), and then with NCCL
@@ -59,34 +94,51 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import logging
 import os
+import pickle
+import random
+import re
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any, NamedTuple, cast
 from unittest import mock
 
+import faiss
+import numpy as np
 import torch
 from colbert import Indexer, Searcher
+from colbert.indexing import collection_indexer
 from colbert.indexing.collection_encoder import CollectionEncoder
 from colbert.infra import ColBERTConfig, Run, RunConfig, launcher
 from colbert.infra.config import base_config
+from colbert.infra.config.settings import RunSettings
 from colbert.modeling import base_colbert, hf_colbert
+from colbert.modeling import checkpoint as colbert_checkpoint
 from colbert.modeling.checkpoint import Checkpoint
 from colbert.modeling.colbert import ColBERT, colbert_score_packed
 from colbert.modeling.tokenization import DocTokenizer, QueryTokenizer, tensorize_triples
 from colbert.utils.amp import MixedPrecisionManager
 from tqdm import tqdm
 
-from hybrid_ir.errors import ConfigError
+from hybrid_ir.errors import ConfigError, HybridIRError
 from hybrid_ir.neural.candidates import unique_candidates
-from hybrid_ir.neural.devices import autocast
-from hybrid_ir.neural.models import directory_size, local_checkpoint, seed_everything
+from hybrid_ir.neural.devices import autocast, check_precision
+from hybrid_ir.neural.encoders import check_colbert_micro_batch, check_colbert_search_bounds
+from hybrid_ir.neural.models import (
+    directory_size,
+    local_checkpoint,
+    resize_embeddings,
+    seed_everything,
+)
 from hybrid_ir.neural.triplets import read_triplets
 from hybrid_ir.runs import Run as RunDict
 from hybrid_ir.runs import canonicalize
@@ -104,6 +156,16 @@ NWAY = 2
 SEARCH_DOCS_FLOOR = 4096
 """colbert's ``ndocs`` for k > 100: ``max(4 k, 4096)`` documents pass the centroid-only
 filter, a quarter of them are scored with full (decompressed) embeddings."""
+KEEP_CHECKPOINTS = 2
+CHECKPOINT_EVERY = 1000
+"""Training steps between two checkpoints under a workdir (the last two are kept)."""
+_CHECKPOINT = re.compile(r"step-(\d+)$")
+MIN_PACK_ROWS = 256
+"""Token vectors a re-ranking MaxSim product is padded to (with a document of zero vectors,
+whose score is dropped). MKL computes a product of a few rows otherwise than a long one, to
+the last bits of some rows (128 dimensions, 512 query tokens: up to 11 rows with 2 threads,
+27 with 16, 121 with 64), so without it a topic's documents scored a chunk at a time would not
+get the scores of its whole candidate list scored at once."""
 
 
 def _post_init_compatible(factory):
@@ -180,10 +242,103 @@ def _colbert_chatter_to_stderr() -> Iterator[None]:
         yield
 
 
+class _Autocast:
+    """Stands in for the ``MixedPrecisionManager(True)`` of colbert's inference ``Checkpoint``,
+    which always asks for CUDA fp16 autocast: the job's precision instead."""
+
+    def __init__(self, device_type: str, precision: str) -> None:
+        self.device_type, self.precision = device_type, precision
+
+    def context(self) -> contextlib.AbstractContextManager[Any]:
+        return autocast(self.device_type, self.precision)
+
+
+def _faiss_kmeans(gpu: bool) -> Callable[..., torch.Tensor]:
+    """colbert's ``compute_faiss_kmeans`` (fixed seed 123), which asks faiss for the GPU
+    whenever torch sees one: that fails with a faiss built without GPU support, and ignores a
+    job that runs on the CPU."""
+
+    def compute_faiss_kmeans(dim, num_partitions, kmeans_niters, shared_lists) -> torch.Tensor:
+        kmeans = faiss.Kmeans(
+            dim, num_partitions, niter=kmeans_niters, gpu=gpu, verbose=True, seed=123
+        )
+        kmeans.train(shared_lists[0][0].float().numpy())
+        return torch.from_numpy(kmeans.centroids)
+
+    return compute_faiss_kmeans
+
+
+@contextlib.contextmanager
+def _on_device(device: str, precision: str) -> Iterator[None]:
+    """Run colbert on ``device`` with ``precision`` for the duration of the block: colbert
+    fixed its device (``DEVICE``, imported by value into several modules) and whether it uses
+    GPUs (``total_visible_gpus``, which each of its ``use_gpu`` decisions reads) when it was
+    imported."""
+    target = torch.device(device)
+    check_precision(precision, target.type)
+    cuda = target.type == "cuda"
+    colbert_modules = [
+        module
+        for name, module in list(sys.modules.items())
+        if name == "colbert" or name.startswith("colbert.")
+    ]
+    with contextlib.ExitStack() as stack:
+        for module in colbert_modules:
+            if isinstance(getattr(module, "DEVICE", None), torch.device):
+                stack.enter_context(mock.patch.object(module, "DEVICE", target))
+        gpus = torch.cuda.device_count() if cuda else 0
+        stack.enter_context(mock.patch.object(RunSettings, "total_visible_gpus", gpus))
+        inference = _Autocast(target.type, precision)
+        stack.enter_context(
+            mock.patch.object(colbert_checkpoint, "MixedPrecisionManager", lambda _: inference)
+        )
+        kmeans = _faiss_kmeans(cuda and faiss.get_num_gpus() > 0)
+        stack.enter_context(mock.patch.object(collection_indexer, "compute_faiss_kmeans", kmeans))
+        if cuda and target.index is not None:
+            # colbert moves tensors with a bare .cuda(): to the current device.
+            stack.enter_context(torch.cuda.device(target))
+        yield
+
+
+def _nvcc_release(nvcc: Path) -> str | None:
+    """``12.4`` from ``nvcc --version``, or None when it does not run."""
+    try:
+        shown = subprocess.run(
+            [str(nvcc), "--version"], capture_output=True, text=True, check=False, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"release (\d+\.\d+)", shown)
+    return found.group(1) if found else None
+
+
+def _check_cuda_toolkit() -> None:
+    """On a GPU, colbert's residual codec compiles its CUDA kernels with nvcc when an index is
+    built or loaded; without a matching toolkit that fails deep inside colbert, after the
+    collection has been encoded. torch rejects an nvcc of another major version."""
+    from torch.utils import cpp_extension
+
+    wanted = str(torch.version.cuda)
+    home = cpp_extension.CUDA_HOME
+    nvcc = Path(home, "bin", "nvcc") if home else None
+    found = _nvcc_release(nvcc) if nvcc is not None and nvcc.is_file() else None
+    if found is not None and found.split(".")[0] == wanted.split(".")[0]:
+        return
+    seen = f"nvcc {found}" if found else "no nvcc"
+    where = f"{seen} under CUDA_HOME {home}" if home else "no CUDA_HOME and no nvcc on PATH"
+    raise ConfigError(
+        f"config: math_models.device: ColBERT indexing and search on CUDA compile colbert-ai's "
+        f"residual codec with nvcc for torch's CUDA {wanted}, but found {where}; install the "
+        f"CUDA toolkit {wanted}, set CUDA_HOME to it, or run ColBERT indexing and search with "
+        "device: cpu"
+    )
+
+
 @contextlib.contextmanager
 def _one_process_group() -> Iterator[None]:
-    """A one-rank ``gloo`` group for ``DistributedDataParallel`` on CPU (colbert's NCCL group
-    needs CUDA); a file store in a private directory needs no free port."""
+    """A one-rank ``gloo`` group for ``DistributedDataParallel`` (colbert's NCCL group needs
+    its multi-process launcher; gloo all-reduces CPU and CUDA tensors); a file store in a
+    private directory needs no free port."""
     with tempfile.TemporaryDirectory(prefix="colbert-gloo-") as store:
         torch.distributed.init_process_group(
             "gloo", init_method=Path(store, "store").as_uri(), rank=0, world_size=1
@@ -194,9 +349,13 @@ def _one_process_group() -> Iterator[None]:
             torch.distributed.destroy_process_group()
 
 
-def _one_process_run() -> RunConfig:
-    """colbert's run settings for this process alone: one rank, no GPU, no forked workers."""
-    return RunConfig(nranks=1, rank=0, gpus=0, avoid_fork_if_possible=True)
+def _gpus(device: str) -> int:
+    return 0 if torch.device(device).type == "cpu" else 1
+
+
+def _one_process_run(device: str) -> RunConfig:
+    """colbert's run settings for this process alone: one rank, no forked workers."""
+    return RunConfig(nranks=1, rank=0, gpus=_gpus(device), avoid_fork_if_possible=True)
 
 
 def _replace_directory(staging: Path, final: Path) -> None:
@@ -224,70 +383,150 @@ def train_colbert(
     query_maxlen: int = 32,
     doc_maxlen: int = 180,
     seed: int = 12345,
+    micro_batch_size: int | None = None,
+    checkpoint_every: int = CHECKPOINT_EVERY,
+    workdir: Path | None = None,
     extensions_dir: Path | None = None,
     log_every: int = 10,
+    device: str = "cpu",
     precision: str = "fp32",
 ) -> dict:
-    """Fine-tune the BERT in ``backbone`` as ColBERT; save a colbert-ai checkpoint at ``output``.
+    """Fine-tune the model in ``backbone`` as ColBERT; save a colbert-ai checkpoint at ``output``.
 
     Step ``i`` trains on triplets ``i*B .. i*B+B-1`` in file order, wrapping around: the
     triplet builder has already shuffled the file with the configured seed, so the order is
     reproducible and shared with the other fine-tuned models. ``backbone`` may hold extra
     pre-training heads (ignored) and added math tokens (its embeddings must already cover
-    them). The checkpoint is built beside ``output`` and renamed into place only when complete.
+    them). With ``workdir``, training checkpoints are kept there and a restarted run resumes
+    from them. The checkpoint is built beside ``output`` and renamed into place only when
+    complete.
     """
     if steps < 1 or batch_size < 1 or log_every < 1:
         raise ConfigError(
             f"ColBERT steps, batch_size and log_every must be >= 1, "
             f"got {steps!r}, {batch_size!r}, {log_every!r}"
         )
+    check_colbert_micro_batch(batch_size, micro_batch_size)
+    if checkpoint_every < 1:
+        raise ConfigError(
+            f"config: math_models.colbert.checkpoint_every: must be >= 1, got {checkpoint_every!r}"
+        )
     examples = read_triplets(triplets)
+    settings = {
+        "steps": steps,
+        "batch_size": batch_size,
+        "micro_batch_size": micro_batch_size,
+        "lr": lr,
+        "weight_decay": weight_decay,
+        "dim": dim,
+        "query_maxlen": query_maxlen,
+        "doc_maxlen": doc_maxlen,
+        "seed": seed,
+        "checkpoint_every": checkpoint_every,
+        "precision": precision,
+    }
+    checkpoints = None
+    if workdir is not None:
+        fingerprint = _fingerprint(backbone, triplets, settings)
+        checkpoints = _Checkpoints(Path(workdir), checkpoint_every, fingerprint)
+    micro = micro_batch_size or batch_size
     _use_extensions_dir(extensions_dir)
     seed_everything(seed)
-    config = ColBERTConfig(
-        checkpoint=_checkpoint(backbone),
-        dim=dim,
-        query_maxlen=query_maxlen,
-        doc_maxlen=doc_maxlen,
-        bsize=batch_size,
-        accumsteps=1,
-        lr=lr,
-        maxsteps=steps,
-        nway=NWAY,
-        amp=False,
-        gpus=0,
-    )
     staging = _staging(output)
-    with _colbert_chatter_to_stderr(), _one_process_group():
-        tokenizers = _tokenizers(config, backbone)
+    with (
+        _colbert_chatter_to_stderr(),
+        _on_device(device, precision),
+        _with_markers(backbone, Path(output)) as marked,
+        _one_process_group(),
+    ):
+        config = ColBERTConfig(
+            checkpoint=_checkpoint(marked),
+            dim=dim,
+            query_maxlen=query_maxlen,
+            doc_maxlen=doc_maxlen,
+            bsize=batch_size,
+            accumsteps=batch_size // micro,
+            lr=lr,
+            maxsteps=steps,
+            nway=NWAY,
+            amp=precision == "fp16",
+            gpus=_gpus(device),
+        )
+        tokenizers = QueryTokenizer(config, verbose=0), DocTokenizer(config)
         model = ColBERT(name=config.checkpoint, colbert_config=config)
-        losses, seconds = _fit(
-            model, tokenizers, config, examples, weight_decay, log_every, precision
+        fit = _fit(
+            model,
+            tokenizers,
+            config,
+            examples,
+            weight_decay,
+            log_every,
+            precision,
+            micro,
+            checkpoints,
         )
         model.save(str(staging))
     _replace_directory(staging, output)
     LOGGER.info("ColBERT checkpoint written to %s", output)
+    trained = steps - fit.start
     return {
         "steps": steps,
         "batch_size": batch_size,
-        "seconds": round(seconds, 3),
-        "steps_per_second": round(steps / seconds, 3),
-        "final_loss": losses[-1],
-        "losses": losses,
+        "micro_batch_size": micro_batch_size,
+        "resumed_from_step": fit.start,
+        "seconds": round(fit.seconds, 3),
+        "steps_per_second": round(trained / fit.seconds, 3),
+        "final_loss": fit.losses[-1],
+        "losses": fit.losses,
     }
 
 
-def _tokenizers(config: ColBERTConfig, backbone: Path) -> tuple[QueryTokenizer, DocTokenizer]:
-    """colbert's tokenizers, checked for the markers: a vocabulary without ``[unused0]`` and
-    ``[unused1]`` would silently turn both ``[Q]`` and ``[D]`` into ``[UNK]``."""
-    queries, documents = QueryTokenizer(config, verbose=0), DocTokenizer(config)
-    unknown = queries.tok.unk_token_id
-    if unknown in (queries.Q_marker_token_id, documents.D_marker_token_id):
+MARKERS = ("[unused0]", "[unused1]")
+"""colbert's ``query_token_id`` and ``doc_token_id``: the tokens its ``[Q]`` and ``[D]`` are."""
+
+
+def _missing_markers(tokenizer) -> list[str]:
+    """Markers the tokenizer turns into its unknown token (or into nothing, without one)."""
+    ids = tokenizer.convert_tokens_to_ids(list(MARKERS))
+    return [
+        m for m, i in zip(MARKERS, ids, strict=True) if i is None or i == tokenizer.unk_token_id
+    ]
+
+
+@contextlib.contextmanager
+def _with_markers(backbone: Path, output: Path) -> Iterator[Path]:
+    """The backbone, or, when its vocabulary lacks ColBERT's markers (RoBERTa's has no
+    ``[unused*]``, and colbert would silently make both ``[Q]`` and ``[D]`` its unknown token),
+    a copy beside ``output`` with the markers added as special tokens and the embeddings grown
+    to match (the new rows as pretraining's math tokens start). The encoder is copied without
+    the backbone's pre-training heads, which ColBERT does not load."""
+    from transformers import AddedToken, AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(_checkpoint(backbone))
+    missing = _missing_markers(tokenizer)
+    if not missing:
+        yield backbone
+        return
+    tokenizer.add_tokens(
+        [AddedToken(marker, special=True, normalized=False) for marker in missing],
+        special_tokens=True,
+    )
+    if _missing_markers(tokenizer):
         raise ConfigError(
-            f"{backbone}: the tokenizer lacks ColBERT's marker tokens "
-            f"{config.query_token_id} and {config.doc_token_id}"
+            f"config: math_models.colbert: backbone {backbone}: its tokenizer lacks ColBERT's "
+            f"marker tokens {' and '.join(MARKERS)} and cannot add them"
         )
-    return queries, documents
+    copy = output.with_name(f"{output.name}.backbone")
+    shutil.rmtree(copy, ignore_errors=True)
+    try:
+        model = AutoModel.from_pretrained(_checkpoint(backbone))
+        resize_embeddings(model, tokenizer)
+        model.save_pretrained(copy)
+        tokenizer.save_pretrained(copy)
+        LOGGER.info("%s: added ColBERT's marker tokens %s", backbone, ", ".join(missing))
+        yield copy
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
 
 
 def _batch(examples: Sequence[dict], step: int, size: int) -> tuple[list[str], list[str]]:
@@ -299,6 +538,14 @@ def _batch(examples: Sequence[dict], step: int, size: int) -> tuple[list[str], l
     return queries, passages
 
 
+class _Fit(NamedTuple):
+    losses: list[float]
+    """Every step's loss, those before a resumption included."""
+    seconds: float
+    start: int
+    """The step this run started from: 0, or the resumed checkpoint's."""
+
+
 def _fit(
     model: ColBERT,
     tokenizers: tuple[QueryTokenizer, DocTokenizer],
@@ -307,49 +554,213 @@ def _fit(
     weight_decay: float,
     log_every: int,
     precision: str,
-) -> tuple[list[float], float]:
-    """``config.maxsteps`` optimizer steps; returns the per-step losses and the seconds taken."""
+    micro_batch_size: int,
+    checkpoints: _Checkpoints | None,
+) -> _Fit:
+    """``config.maxsteps`` optimizer steps, from the last checkpoint that matches if any: the
+    per-step losses, the seconds taken and the step this run started from."""
+    state = checkpoints.resume() if checkpoints else None
+    if state is not None:
+        model.load_state_dict(state["model"])
     network = torch.nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
     trainable = [parameter for parameter in model.parameters() if parameter.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=config.lr, eps=1e-8, weight_decay=weight_decay)
     stepper = MixedPrecisionManager(precision == "fp16")
     labels = torch.zeros(config.bsize, dtype=torch.long, device=model.device)
-    model.train()
     losses: list[float] = []
+    start = 0
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
+        if stepper.activated:
+            stepper.scaler.load_state_dict(state["scaler"])
+        losses, start = list(state["losses"]), int(state["step"])
+        _set_rng_states(state["rng"])
+    model.train()
     began = time.perf_counter()
-    for step in tqdm(range(config.maxsteps), desc="ColBERT training", mininterval=5):
+    for step in tqdm(range(start, config.maxsteps), desc="ColBERT training", mininterval=5):
         queries, passages = _batch(examples, step, config.bsize)
-        [(query_batch, passage_batch, _)] = tensorize_triples(
-            *tokenizers, queries, passages, [], config.bsize, config.nway
+        pieces = tensorize_triples(
+            *tokenizers, queries, passages, [], micro_batch_size, config.nway
         )
-        with autocast(model.device.type, precision):
-            scores = network(query_batch, passage_batch).view(-1, config.nway)
-            loss = torch.nn.functional.cross_entropy(scores, labels)
-        stepper.backward(loss)
+        loss = 0.0
+        for position, (query_batch, passage_batch, _) in enumerate(pieces):
+            # One rank has nothing to all-reduce before the last piece's backward pass.
+            last = position == len(pieces) - 1
+            with contextlib.nullcontext() if last else network.no_sync():
+                with autocast(model.device.type, precision):
+                    scores = network(query_batch, passage_batch).view(-1, config.nway)
+                    # The piece's share of the batch mean: exactly 1 for the whole batch.
+                    share = len(scores) / config.bsize
+                    piece = torch.nn.functional.cross_entropy(scores, labels[: len(scores)])
+                    piece = piece * share
+                stepper.backward(piece)
+            loss += piece.item()
         stepper.step(network, optimizer)
-        losses.append(loss.item())
-        if (step + 1) % log_every == 0 or step + 1 == config.maxsteps:
+        losses.append(loss)
+        done = step + 1
+        if done % log_every == 0 or done == config.maxsteps:
             recent = losses[-log_every:]
             LOGGER.info(
                 "ColBERT step %d/%d: mean loss %.4f over the last %d steps",
-                step + 1,
+                done,
                 config.maxsteps,
                 sum(recent) / len(recent),
                 len(recent),
             )
-    return losses, time.perf_counter() - began
+        if checkpoints and done % checkpoints.every == 0 and done < config.maxsteps:
+            checkpoints.save(
+                done,
+                {
+                    "step": done,
+                    "losses": losses,
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scaler": stepper.scaler.state_dict() if stepper.activated else {},
+                    "rng": _rng_states(),
+                },
+            )
+    return _Fit(losses, time.perf_counter() - began, start)
+
+
+def _rng_states() -> dict:
+    """Every generator training may draw from, in types torch's weights-only loader reads."""
+    legacy = cast(tuple[str, np.ndarray, int, int, float], np.random.get_state(legacy=True))
+    _, keys, position, has_gauss, gauss = legacy
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else [],
+        "numpy": {
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "position": int(position),
+            "has_gauss": int(has_gauss),
+            "gauss": float(gauss),
+        },
+        "python": random.getstate(),
+    }
+
+
+def _set_rng_states(states: Mapping) -> None:
+    torch.set_rng_state(states["torch"])
+    if states["cuda"] and len(states["cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(states["cuda"])
+    saved = states["numpy"]
+    keys = saved["keys"].numpy().astype(np.uint32)
+    np.random.set_state(("MT19937", keys, saved["position"], saved["has_gauss"], saved["gauss"]))
+    random.setstate(states["python"])
+
+
+def _file_sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _backbone_identity(backbone: Path) -> str:
+    """A hub id as it is; a local backbone by its files, since a directory this workflow
+    pretrains is rewritten in place when its settings change."""
+    local = local_checkpoint(str(backbone))
+    if local is None:
+        return str(backbone)
+    digest = hashlib.sha256()
+    for file in sorted(path for path in local.rglob("*") if path.is_file()):
+        digest.update(f"{file.relative_to(local).as_posix()}\0{_file_sha256(file)}\n".encode())
+    return digest.hexdigest()
+
+
+def _fingerprint(backbone: Path, triplets: Path, settings: Mapping[str, Any]) -> dict:
+    """What a checkpoint must have been made with to be resumed."""
+    return {
+        "settings": dict(settings),
+        "backbone": _backbone_identity(backbone),
+        "triplets": {"bytes": Path(triplets).stat().st_size, "sha256": _file_sha256(triplets)},
+        "code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+    }
+
+
+_ABSENT = object()
+
+
+def _differences(saved: Any, current: Mapping[str, Any]) -> list[str]:
+    """The settings keys, and ``backbone``, ``triplets`` or ``code``, that differ."""
+    if not isinstance(saved, Mapping):
+        saved = {}
+    settings = saved.get("settings")
+    if not isinstance(settings, Mapping):
+        settings = {}
+    ours = current["settings"]
+    names = [*ours, *(key for key in settings if key not in ours)]
+    keys = [key for key in names if settings.get(key, _ABSENT) != ours.get(key, _ABSENT)]
+    return keys + [
+        key for key in ("backbone", "triplets", "code") if saved.get(key) != current[key]
+    ]
+
+
+class _Checkpoints:
+    """Training checkpoints under ``workdir``: ``step-NNNNNNN/state.pt``, the last two kept."""
+
+    def __init__(self, workdir: Path, every: int, fingerprint: dict) -> None:
+        self.workdir, self.every, self.fingerprint = workdir, every, fingerprint
+
+    def _existing(self) -> list[tuple[int, Path]]:
+        if not self.workdir.is_dir():
+            return []
+        found = ((_CHECKPOINT.match(p.name), p) for p in self.workdir.iterdir() if p.is_dir())
+        return sorted((int(match.group(1)), path) for match, path in found if match)
+
+    def save(self, step: int, state: dict) -> None:
+        target = self.workdir / f"step-{step:07d}"
+        staging = self.workdir / f".step-{step:07d}.tmp"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        torch.save({"fingerprint": self.fingerprint, **state}, staging / "state.pt")
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(staging, target)
+        for _, old in self._existing()[:-KEEP_CHECKPOINTS]:
+            shutil.rmtree(old)
+
+    def resume(self) -> dict | None:
+        """The newest checkpoint made with this run's fingerprint."""
+        for step, path in reversed(self._existing()):
+            state = _load_checkpoint_state(path / "state.pt")
+            differing = _differences(state.get("fingerprint"), self.fingerprint)
+            if not differing:
+                LOGGER.info("ColBERT training resumes from %s (step %d)", path, step)
+                return state
+            LOGGER.info("ignoring %s: made with other %s", path, ", ".join(differing))
+        return None
+
+
+def _load_checkpoint_state(file: Path) -> dict:
+    """The saved state, unpickled with torch's weights-only loader: a checkpoint directory may
+    have been planted or tampered with, and a full unpickler would run any code it names."""
+    advice = f"delete {file.parent} to resume from an earlier checkpoint or start over"
+    try:
+        state = torch.load(file, weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError:
+        raise HybridIRError(
+            f"{file}: refusing to load this checkpoint: it holds objects other than tensors "
+            f"and plain data, which could run code when loaded; {advice}"
+        ) from None
+    except (OSError, EOFError, RuntimeError) as error:
+        reason = next(iter(str(error).splitlines()), "")[:200] or type(error).__name__
+        raise HybridIRError(f"{file}: cannot read this checkpoint ({reason}); {advice}") from None
+    if not isinstance(state, dict):
+        raise HybridIRError(f"{file}: not a ColBERT training checkpoint; {advice}")
+    return state
 
 
 @contextlib.contextmanager
 def _one_process_launch(seed: int) -> Iterator[None]:
-    """colbert's one-process launcher calls ``set_seed(12345)`` before indexing; seed with
-    ``seed`` there instead, so the pid sample and the k-means sample follow the argument. It
-    also sets ``CUDA_VISIBLE_DEVICES`` to the run's (empty) GPU list for good, so the
-    environment is put back afterwards."""
-    with (
-        mock.patch.dict(os.environ),
-        mock.patch.object(launcher, "set_seed", lambda _: seed_everything(seed)),
-    ):
+    """colbert's one-process launcher calls ``set_seed(12345)`` and sets
+    ``CUDA_VISIBLE_DEVICES`` to the first GPUs of the run's list, for good, before indexing:
+    run the indexer as it does otherwise, seeded with ``seed`` (the pid sample and the k-means
+    sample follow the argument) and on the GPU this job was given."""
+
+    def run_process_without_mp(callee, config, *args):
+        seed_everything(seed)
+        with Run().context(config, inherit_config=False):
+            return callee(config, *args)
+
+    with mock.patch.object(launcher, "run_process_without_mp", run_process_without_mp):
         yield
 
 
@@ -381,6 +792,8 @@ def index_colbert(
     doc_maxlen: int = 180,
     extensions_dir: Path | None = None,
     seed: int = 12345,
+    device: str = "cpu",
+    precision: str = "fp32",
 ) -> dict:
     """Build colbert's PLAID index of ``documents`` (doc id -> text) in ``index_dir``.
 
@@ -392,6 +805,8 @@ def index_colbert(
     """
     if not documents:
         raise ConfigError("ColBERT index: no documents to index")
+    if torch.device(device).type == "cuda":
+        _check_cuda_toolkit()
     _use_extensions_dir(extensions_dir)
     doc_ids = list(documents)
     staging = _staging(index_dir)
@@ -402,8 +817,8 @@ def index_colbert(
         index_path=_absolute(staging),
     )
     began = time.perf_counter()
-    with _colbert_chatter_to_stderr(), _one_process_launch(seed):
-        with Run().context(_one_process_run()), _encode_each_passage_list_once():
+    with _colbert_chatter_to_stderr(), _on_device(device, precision), _one_process_launch(seed):
+        with Run().context(_one_process_run(device)), _encode_each_passage_list_once():
             indexer = Indexer(checkpoint=_checkpoint(checkpoint), config=config, verbose=1)
             indexer.index(name=staging.name, collection=[documents[doc] for doc in doc_ids])
     seconds = time.perf_counter() - began
@@ -426,45 +841,78 @@ def search_colbert(
     queries: Mapping[str, str],
     *,
     k: int = 1000,
+    query_maxlen: int,
+    doc_maxlen: int,
+    ncells: int | None = None,
+    centroid_score_threshold: float | None = None,
+    ndocs: int | None = None,
     extensions_dir: Path | None = None,
+    device: str = "cpu",
+    precision: str = "fp32",
 ) -> RunDict:
     """Each query's top ``k`` documents by ColBERT score, in canonical run order.
 
-    Candidate generation visits every centroid cell and prunes no centroid, so every document
-    of the collection is a candidate (the collections here hold thousands of documents, not
-    millions); ``ndocs`` follows colbert's own rule for k > 100, so the final ranking scores
-    ``max(k, 1024)`` documents with their full decompressed embeddings. A collection smaller
-    than ``k`` gives every document.
+    Candidate generation (PLAID) is bounded by three settings. ``ncells``: the centroid cells
+    each query token visits (unset: every cell, so every document of the collection is a
+    candidate; more than the index has means all). ``centroid_score_threshold``: centroids
+    whose best score against the query tokens falls below it are left out of the first,
+    centroid-only scoring (unset: none). ``ndocs``: the documents that pass that scoring; the
+    best quarter of them by centroid scores alone are scored with their full (decompressed)
+    embeddings, which bounds what is returned to ``ndocs // 4`` (unset: colbert's rule for
+    k > 100, ``max(4 k, 4096)``). A collection smaller than ``k`` gives every document it
+    passes.
+
+    Queries are encoded with ``query_maxlen`` tokens as :func:`rerank_colbert` encodes them, not
+    with the checkpoint's own setting: a released checkpoint without colbert's metadata would
+    otherwise be searched with 32-token queries, and search and re-ranking would disagree.
     """
     if k < 1:
         raise ConfigError(f"ColBERT search depth k must be >= 1, got {k!r}")
+    check_colbert_search_bounds(ncells, ndocs)
+    if torch.device(device).type == "cuda":
+        _check_cuda_toolkit()
     if not queries:
         return {}
     _use_extensions_dir(extensions_dir)
     index_dir = Path(index_dir)
     doc_ids = json.loads((index_dir / DOC_IDS_FILE).read_text(encoding="utf-8"))
     metadata = json.loads((index_dir / "metadata.json").read_text(encoding="utf-8"))
+    cells = int(metadata["num_partitions"])
+    passed = max(4 * k, SEARCH_DOCS_FLOOR) if ndocs is None else ndocs
+    if passed // 4 < k:
+        LOGGER.warning(
+            "ColBERT search: ndocs %d scores at most %d documents per query in full, fewer than "
+            "the %d asked for",
+            passed,
+            passed // 4,
+            k,
+        )
+    threshold = centroid_score_threshold
     config = ColBERTConfig(
-        ncells=int(metadata["num_partitions"]),
-        centroid_score_threshold=float("-inf"),
-        ndocs=max(4 * k, SEARCH_DOCS_FLOOR),
+        ncells=cells if ncells is None else min(ncells, cells),
+        centroid_score_threshold=float("-inf") if threshold is None else threshold,
+        ndocs=passed,
+        query_maxlen=query_maxlen,
+        doc_maxlen=doc_maxlen,
     )
     run: RunDict = {}
-    with _colbert_chatter_to_stderr(), Run().context(_one_process_run()):
-        searcher = Searcher(
-            index=_absolute(index_dir),
-            checkpoint=_checkpoint(checkpoint),
-            collection=doc_ids,
-            config=config,
-            verbose=1,
-        )
-        # Encoding all queries in one batch (as colbert's search_all does) beats one by one.
-        encoded = searcher.encode(list(queries.values()))
-        for position, query_id in enumerate(tqdm(queries, desc="ColBERT search", mininterval=5)):
-            pids, _, scores = searcher.dense_search(encoded[position : position + 1], k=k)
-            run[query_id] = {
-                doc_ids[pid]: float(score) for pid, score in zip(pids, scores, strict=True)
-            }
+    with _colbert_chatter_to_stderr(), _on_device(device, precision):
+        with Run().context(_one_process_run(device)):
+            searcher = Searcher(
+                index=_absolute(index_dir),
+                checkpoint=_checkpoint(checkpoint),
+                collection=doc_ids,
+                config=config,
+                verbose=1,
+            )
+            # Encoding all queries in one batch (as colbert's search_all does) beats one by one.
+            encoded = searcher.encode(list(queries.values()))
+            progress = tqdm(queries, desc="ColBERT search", mininterval=5)
+            for position, query_id in enumerate(progress):
+                pids, _, scores = searcher.dense_search(encoded[position : position + 1], k=k)
+                run[query_id] = {
+                    doc_ids[pid]: float(score) for pid, score in zip(pids, scores, strict=True)
+                }
     return canonicalize(run)
 
 
@@ -477,6 +925,8 @@ def rerank_colbert(
     query_maxlen: int,
     doc_maxlen: int,
     extensions_dir: Path | None = None,
+    device: str = "cpu",
+    precision: str = "fp32",
 ) -> RunDict:
     """Score each topic's candidate documents (``topic -> doc ids``) by ColBERT's late
     interaction, as :func:`search_colbert` scores the documents it returns: query vectors
@@ -484,53 +934,65 @@ def rerank_colbert(
     (``doc_maxlen``, punctuation dropped), maximum per query token (floored at 0, as in
     colbert's CPU kernel, which both use), summed. Search reads the token vectors back from
     the index's residual compression (``nbits``); here they are the encoder's own, so the two
-    scores agree up to that compression. Each candidate is encoded once, in doc id order, in
-    batches of colbert's indexing batch size. Topics keep the order of ``candidates``; each
-    topic's documents come in canonical run order (score descending).
+    scores agree up to that compression.
+
+    Memory holds the query vectors and one chunk of documents: the candidates are encoded once,
+    in doc id order, a chunk of colbert's indexing batch size at a time, and each chunk is
+    scored against every topic that lists its documents before the next is encoded. Topics keep
+    the order of ``candidates``; each topic's documents come in canonical run order (score
+    descending).
     """
     unique = unique_candidates(candidates, documents, queries)
+    run: RunDict = {topic: {} for topic in candidates}
     if not unique:
-        return {topic: {} for topic in candidates}
+        return run
+    listing: dict[str, list[str]] = {}
+    for topic, docs in candidates.items():
+        for doc in dict.fromkeys(docs):
+            listing.setdefault(doc, []).append(topic)
     _use_extensions_dir(extensions_dir)
     path = _checkpoint(checkpoint)
-    run: RunDict = {}
-    with _colbert_chatter_to_stderr(), Run().context(_one_process_run()):
-        # A checkpoint without colbert's metadata (pya0's released ColBERT) leaves the config's
-        # checkpoint unset, and the tokenizers would load from the hub id "None".
-        config = ColBERTConfig.from_existing(
-            ColBERTConfig.load_from_checkpoint(path),
-            ColBERTConfig(checkpoint=path, query_maxlen=query_maxlen, doc_maxlen=doc_maxlen),
-            Run().config,
-        )
-        model = Checkpoint(path, colbert_config=config, verbose=0)
-        vectors, lengths = _encode_documents(model, [documents[doc] for doc in unique], config)
-        per_document = dict(zip(unique, vectors.split(lengths), strict=True))
-        doc_lengths = dict(zip(unique, lengths, strict=True))
-        topic_ids = sorted(candidates)  # encoded in id order, so topic order changes no number
-        texts = [queries[topic] for topic in topic_ids]
-        # As colbert's Searcher.encode: one batch, unless there are more than 128 queries.
-        encoded = model.queryFromText(texts, bsize=128 if len(texts) > 128 else None, to_cpu=True)
-        query_vectors = dict(zip(topic_ids, encoded.split(1), strict=True))
-        for topic in tqdm(candidates, desc="ColBERT re-rank: topics", mininterval=5):
-            docs = sorted(set(candidates[topic]))  # listing order changes no number
-            packed = torch.cat([per_document[doc] for doc in docs]).contiguous()
-            sizes = torch.tensor([doc_lengths[doc] for doc in docs], dtype=torch.int64)
-            scores = colbert_score_packed(query_vectors[topic], packed, sizes, config)
-            run[topic] = dict(zip(docs, scores.tolist(), strict=True))
+    with _colbert_chatter_to_stderr(), _on_device(device, precision):
+        with Run().context(_one_process_run(device)):
+            # A checkpoint without colbert's metadata (pya0's released ColBERT) leaves the
+            # config's checkpoint unset, and the tokenizers would load from the hub id "None".
+            config = ColBERTConfig.from_existing(
+                ColBERTConfig.load_from_checkpoint(path),
+                ColBERTConfig(checkpoint=path, query_maxlen=query_maxlen, doc_maxlen=doc_maxlen),
+                Run().config,
+            )
+            model = Checkpoint(path, colbert_config=config, verbose=0)
+            topic_ids = sorted(candidates)  # encoded in id order: topic order changes no number
+            texts = [queries[topic] for topic in topic_ids]
+            # As colbert's Searcher.encode: one batch, unless there are more than 128 queries.
+            bsize = 128 if len(texts) > 128 else None
+            encoded = model.queryFromText(texts, bsize=bsize, to_cpu=True)
+            query_vectors = dict(zip(topic_ids, encoded.split(1), strict=True))
+            size = config.index_bsize
+            chunks = range(0, len(unique), size)
+            for start in tqdm(chunks, desc="ColBERT re-rank: documents", mininterval=5):
+                chunk = unique[start : start + size]
+                vectors, lengths = model.docFromText(
+                    [documents[doc] for doc in chunk], bsize=size, keep_dims="flatten"
+                )
+                per_document = dict(zip(chunk, vectors.float().split(lengths), strict=True))
+                by_topic: dict[str, list[str]] = {}
+                for doc in chunk:
+                    for topic in listing[doc]:
+                        by_topic.setdefault(topic, []).append(doc)
+                for topic, docs in by_topic.items():
+                    vectors_of = [per_document[doc] for doc in docs]
+                    scores = _maxsim(query_vectors[topic], vectors_of, config)
+                    run[topic].update(zip(docs, scores, strict=True))
     return canonicalize(run)
 
 
-def _encode_documents(
-    model: Checkpoint, texts: Sequence[str], config: ColBERTConfig
-) -> tuple[torch.Tensor, list[int]]:
-    """Token vectors of ``texts`` packed end to end, as colbert's CollectionEncoder packs them
-    for an index, and each text's number of vectors."""
-    size = config.index_bsize
-    packed, lengths = [], []
-    for start in tqdm(range(0, len(texts), size), desc="ColBERT re-rank: documents", mininterval=5):
-        vectors, counts = model.docFromText(
-            list(texts[start : start + size]), bsize=size, keep_dims="flatten"
-        )
-        packed.append(vectors)
-        lengths += counts
-    return torch.cat(packed).float(), lengths
+def _maxsim(query: torch.Tensor, documents: list[torch.Tensor], config) -> list[float]:
+    """The documents' scores, packed end to end as colbert packs an index's vectors, and padded
+    to :data:`MIN_PACK_ROWS` with a document of zero vectors, whose score is dropped."""
+    sizes = [len(vectors) for vectors in documents]
+    short = MIN_PACK_ROWS - sum(sizes)
+    padding = [documents[0].new_zeros(short, documents[0].shape[1])] if short > 0 else []
+    packed = torch.cat([*documents, *padding]).contiguous()
+    lengths = torch.tensor(sizes + [short] * bool(padding), dtype=torch.int64)
+    return colbert_score_packed(query, packed, lengths, config)[: len(documents)].tolist()

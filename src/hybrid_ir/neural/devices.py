@@ -10,8 +10,18 @@ precision existed; ``bf16`` and ``fp16`` wrap the forward passes in :func:`torch
 
 On a workstation, Snakemake counts GPUs as a resource (``--resources gpu=N``) but does not say
 which GPU a job may use; :func:`claim_gpus` picks free ones with a lock file per GPU, so jobs
-that the resource accounting lets run together never share one. Under SLURM the scheduler has
-already set ``CUDA_VISIBLE_DEVICES`` and nothing is claimed.
+that the resource accounting lets run together never share one. A shell that exports
+``CUDA_VISIBLE_DEVICES`` narrows the GPUs jobs claim from to that set (without the claim, every
+job would run on its first GPU). Inside a SLURM job (``SLURM_JOB_ID``) the scheduler has already
+chosen and nothing is claimed.
+
+On CUDA, :func:`resolve_device` also sets how fp32 matrix products run (:func:`cuda_settings`):
+TF32 tensor cores on Ampere and later unless ``math_models.tf32`` is off, cuDNN's deterministic
+algorithms, and the cuBLAS workspace that deterministic cuBLAS needs (``CUBLAS_WORKSPACE_CONFIG``,
+exported before CUDA starts so that torchrun's ranks inherit it). Even so a GPU run is not
+bit-reproducible across GPU models, driver or library versions, or rank counts; on one machine
+with the same software, fp32 without TF32 repeats its numbers except where atomics reorder sums
+(faiss and colbert-ai kernels, scatter-add), which is what the README states.
 """
 
 from __future__ import annotations
@@ -34,6 +44,10 @@ DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "bf16", "fp16")
 GPU_LOCK_DIR_ENV = "HYBRID_IR_GPU_LOCKS"
 """Where the per-GPU lock files live (default: the system temporary directory)."""
+TF32_ENV = "HYBRID_IR_TF32"
+"""``1`` or ``0``: the TF32 choice of the job, passed on to its torchrun ranks."""
+CUBLAS_WORKSPACE = ":4096:8"
+"""cuBLAS's documented workspace setting for deterministic results (CUDA 10.2 and later)."""
 
 _claimed: list[IO[str]] = []
 """Lock files held for the life of the process: closing one would free its GPU."""
@@ -45,13 +59,15 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def resolve_device(requested: str, key: str = "math_models.device") -> str:
-    """``cpu`` or ``cuda`` for the configured device ``requested`` (``auto``, ``cpu``, ``cuda``)."""
+def resolve_device(requested: str, key: str = "math_models.device", *, tf32: bool = True) -> str:
+    """``cpu`` or ``cuda`` for the configured device ``requested`` (``auto``, ``cpu``, ``cuda``);
+    on CUDA, with :func:`cuda_settings` applied (``tf32``: ``math_models.tf32``)."""
     if requested not in DEVICES:
         raise ConfigError(f"config: {key}: {requested!r} is not one of {', '.join(DEVICES)}")
     if requested == "cpu":
         return "cpu"
     if cuda_available():
+        cuda_settings(tf32)
         return "cuda"
     if requested == "cuda":
         raise ConfigError(
@@ -87,19 +103,42 @@ def grad_scaler(device: str, precision: str) -> Any:
     return torch.amp.GradScaler(device, enabled=precision == "fp16")
 
 
-def claim_gpus(count: int) -> list[int]:
-    """Claim ``count`` free GPUs of this machine for the rest of the process and make them the
-    only ones torch sees; nothing when the scheduler already chose (``CUDA_VISIBLE_DEVICES``)."""
-    if count <= 0 or "CUDA_VISIBLE_DEVICES" in os.environ:
+def cuda_settings(tf32: bool | None = None) -> None:
+    """TF32 for fp32 products (``tf32``; None: the job's choice from :data:`TF32_ENV`, as a
+    torchrun rank reads it), deterministic cuDNN, and cuBLAS's deterministic workspace."""
+    import torch
+
+    if tf32 is None:
+        tf32 = os.environ.get(TF32_ENV, "1") == "1"
+    os.environ[TF32_ENV] = "1" if tf32 else "0"
+    # Read by cuBLAS when its handle is created: set before the first product on the GPU.
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+
+
+def claim_gpus(count: int) -> list[str]:
+    """Claim ``count`` free GPUs for the rest of the process and make them the only ones torch
+    sees; returns their ``CUDA_VISIBLE_DEVICES`` entries. Claims are made among the GPUs the
+    shell's ``CUDA_VISIBLE_DEVICES`` lists, or all of the machine's; nothing is claimed inside
+    a SLURM job, whose GPUs the scheduler chose."""
+    if count <= 0 or "SLURM_JOB_ID" in os.environ:
         return []
     total = machine_gpu_count()
     if total == 0:
         return []
+    exported = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if exported is None:
+        candidates = [str(gpu) for gpu in range(total)]
+    else:
+        candidates = [entry.strip() for entry in exported.split(",") if entry.strip()]
     lock_dir = Path(os.environ.get(GPU_LOCK_DIR_ENV) or tempfile.gettempdir())
     lock_dir.mkdir(parents=True, exist_ok=True)
-    claimed: list[int] = []
-    for gpu in range(total):
-        handle = open(lock_dir / f"hybrid-ir-gpu-{gpu}.lock", "w")
+    claimed: list[str] = []
+    for gpu in candidates:
+        handle = open(lock_dir / f"hybrid-ir-gpu-{_lock_name(gpu)}.lock", "w")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -110,13 +149,20 @@ def claim_gpus(count: int) -> list[int]:
         if len(claimed) == count:
             break
     if len(claimed) < count:
+        among = f"CUDA_VISIBLE_DEVICES={exported}" if exported is not None else "this machine"
         raise ConfigError(
-            f"config: resources: the job needs {count} GPU(s) but only {len(claimed)} of this "
-            f"machine's {total} are free; give snakemake --resources gpu={total} at most"
+            f"config: resources: the job needs {count} GPU(s) but only {len(claimed)} of the "
+            f"{len(candidates)} of {among} are free; give snakemake --resources "
+            f"gpu={len(candidates)} at most"
         )
-    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, claimed))
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(claimed)
     LOGGER.info("claimed GPU(s) %s", os.environ["CUDA_VISIBLE_DEVICES"])
     return claimed
+
+
+def _lock_name(entry: str) -> str:
+    """A file-name-safe form of a CUDA_VISIBLE_DEVICES entry (an index, a UUID or a MIG id)."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in entry)
 
 
 def machine_gpu_count() -> int:

@@ -171,6 +171,7 @@ def main(argv: list[str]) -> None:
     import torch.distributed as dist
 
     from hybrid_ir.formats import atomic_output
+    from hybrid_ir.neural.devices import cuda_settings
     from hybrid_ir.neural.models import set_threads
 
     spec = json.loads(Path(argv[0]).read_text())
@@ -182,6 +183,7 @@ def main(argv: list[str]) -> None:
     )
     device = spec["device"]
     if device == "cuda":
+        cuda_settings()  # the launching job's TF32 choice, which this rank inherits
         local = int(os.environ["LOCAL_RANK"])
         torch.cuda.set_device(local)
         device = f"cuda:{local}"

@@ -19,6 +19,33 @@ vectors, with their gradients, so that each query still competes with all 2B pas
 rank's loss is its queries' share of the global mean. ``precision`` bf16/fp16 autocasts the
 forward passes (fp16 with a gradient scaler); fp32 runs without autocast.
 
+Micro-batches (``micro_batch_size`` below a rank's share of the global batch): gradient caching
+(GradCache, Gao et al., 2021) keeps the global batch, and Eq. 2 over all of it, whatever one
+device holds. Each rank (a) encodes its share ``micro_batch_size`` triplets at a time without
+gradients, each micro-batch tokenized on its own; (b) gathers every rank's vectors and computes
+Eq. 2 over the global batch (every rank the same B x 2B scores), whose gradient with respect to
+its own vectors it keeps; (c) encodes each micro-batch again, with gradients, and
+back-propagates the kept vector gradients into the parameters, which then are summed over the
+ranks. Dropout is seeded per (step, micro-batch of the global batch, query/positive/negative),
+so the second pass draws the first pass's masks and a micro-batch's masks do not depend on the
+number of ranks. fp16's gradient scaler scales the loss of (b), hence the vector gradients of
+(c) and the parameter gradients, which it unscales as in the one-pass path. The numbers differ
+from the one-pass path's by the order of floating-point sums and by padding (and by dropout,
+whose masks follow the shapes), so a ``micro_batch_size`` of None or of the whole share takes
+the one-pass path.
+
+Resumption (``workdir``, outside the job's outputs): every ``checkpoint_every`` steps rank 0
+keeps a checkpoint there (model, optimizer, schedule, gradient scaler, step, losses, RNG
+states; the last two of this training) and a description of what determines the training: the
+settings but for device, paths and ``checkpoint_every``, the backbone (its files when local),
+the triplets' digest and this module's code. A run started again resumes from the newest
+checkpoint whose description matches; batches and dropout are seeded per step, so it ends with
+the model an uninterrupted run gives, bit for bit on the CPU in fp32. Checkpoints of other
+settings are ignored (one log line names what differs) and removed once this training has a
+checkpoint of its own. Snapshots go to ``workdir`` first and are copied to their directories
+(job outputs, deleted when a job fails) when training ends, so a run resumed after a snapshot's
+epoch still delivers it. Without ``workdir`` nothing is kept and snapshots are saved directly.
+
 Index: faiss ``IndexFlatIP`` shards (exact inner product) over float32 passage vectors,
 encoded from a stream of the corpus with memory bounded by one window and one shard
 (:mod:`hybrid_ir.neural.shards`); search is top-k per query, shard by shard, merged exactly.
@@ -29,17 +56,21 @@ without an index of the collection.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import pickle
+import re
+import shutil
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
-from hybrid_ir.errors import ConfigError, InputFormatError
+from hybrid_ir.errors import ConfigError, HybridIRError, InputFormatError
 from hybrid_ir.formats import atomic_directory
 from hybrid_ir.neural.candidates import unique_candidates
 from hybrid_ir.neural.devices import autocast, grad_scaler
@@ -65,6 +96,12 @@ logger = logging.getLogger(__name__)
 
 INDEX_SUFFIX = ".faiss"
 """Each shard of an index is a faiss ``IndexFlatIP`` file (:mod:`hybrid_ir.neural.shards`)."""
+ROLES = (("query", "query_max_length"), ("positive", "passage_max_length"),
+         ("negative", "passage_max_length"))  # fmt: skip
+"""The texts of a triplet and the setting that truncates each."""
+KEEP_CHECKPOINTS = 2
+_CHECKPOINT = re.compile(r"step-(\d+)")
+_STATE, _DESCRIPTION = "state.pt", "description.json"
 
 
 @dataclass(frozen=True)
@@ -82,6 +119,30 @@ class DPRSettings:
     snapshot_dirs: Mapping[int, str] = field(default_factory=dict)
     """Epoch -> the directory its snapshot is saved to."""
     precision: str = "fp32"
+    micro_batch_size: int | None = None
+    """Triplets per forward pass (gradient caching below a rank's share of the global batch);
+    None: each rank encodes its share in one pass."""
+    checkpoint_every: int = 1000
+    """Steps between checkpoints (with ``workdir``)."""
+    workdir: str | None = None
+    """Where checkpoints and snapshots are kept until training ends; None: nowhere."""
+
+
+def check_micro_batch(
+    batch_size: int, processes: int, micro_batch_size: int | None, key: str
+) -> None:
+    """A :class:`ConfigError` naming ``key`` unless ``micro_batch_size`` (None: no micro-batches)
+    divides each rank's share of the global batch (``batch_size`` over ``processes``, which
+    :func:`hybrid_ir.neural.distributed.check_divisible` checks)."""
+    if micro_batch_size is None:
+        return
+    share = batch_size // processes
+    if micro_batch_size < 1 or share % micro_batch_size:
+        raise ConfigError(
+            f"config: {key}: {micro_batch_size} does not divide the {share} triplets that each "
+            f"of {processes} training process(es) encodes per step (math_models.dpr.batch_size "
+            f"{batch_size}); make it a divisor of {share}, or null"
+        )
 
 
 def _cls(model, tokenizer, texts: Sequence[str], max_length: int, device: str, rows=None):
@@ -131,6 +192,97 @@ def contrastive_loss(queries, positives, negatives):
     return F.cross_entropy(scores, torch.arange(len(queries), device=scores.device))
 
 
+def _whole_share_loss(model, tokenizer, batch, settings: DPRSettings, ranks: Ranks, step: int):
+    """Eq. 2 (this rank's share of it) from one forward pass per role over the rank's rows."""
+    import torch
+
+    torch.manual_seed(ranks.seed(settings.seed + step))  # dropout
+    rows = ranks.rows(settings.batch_size) if ranks.world > 1 else None
+    device = settings.device
+    with autocast(device.partition(":")[0], settings.precision):
+        queries, positives, negatives = (
+            _cls(model, tokenizer, [t[role] for t in batch], getattr(settings, length), device,
+                 rows)
+            for role, length in ROLES
+        )  # fmt: skip
+        if ranks.world > 1:
+            return _sharded_loss(queries, positives, negatives, ranks, settings.batch_size)
+        return contrastive_loss(queries, positives, negatives)
+
+
+def _dropout_seed(seed: int, step: int, micro_batch: int, role: int) -> int:
+    """The dropout seed of one forward pass of gradient caching: both passes of a micro-batch
+    draw the same masks, and the micro-batch (numbered within the global batch) draws them
+    however many ranks share the batch."""
+    sequence = np.random.SeedSequence([seed % 2**32, step, micro_batch, role])
+    return int(sequence.generate_state(1, np.uint64)[0])
+
+
+def _all_ranks(vectors, ranks: Ranks):
+    """Every rank's ``vectors`` in rank order, this rank's own (the ones that take gradients) in
+    its place: the others are copies, as their gradients belong to their ranks."""
+    if ranks.world == 1:
+        return vectors
+    import torch
+    import torch.distributed as dist
+
+    parts = [torch.empty_like(vectors) for _ in range(ranks.world)]
+    dist.all_gather(parts, vectors.detach())
+    parts[ranks.rank] = vectors
+    return torch.cat(parts)
+
+
+def _cached_loss(
+    model, tokenizer, batch, settings: DPRSettings, ranks: Ranks, step: int, size: int, scaler
+):
+    """Eq. 2 over the global batch by gradient caching in micro-batches of ``size`` (the module
+    docstring's steps (a) to (c)), with this rank's parameter gradients accumulated; every rank
+    returns the same loss."""
+    import torch
+
+    rows = ranks.rows(settings.batch_size)
+    device = settings.device
+    device_type = device.partition(":")[0]
+    micro_batches = [
+        (
+            start // size,
+            [
+                tokenizer(
+                    [t[role] for t in batch[start : start + size]],
+                    padding=True,
+                    truncation=True,
+                    max_length=getattr(settings, length),
+                    return_tensors="pt",
+                )
+                for role, length in ROLES
+            ],
+        )
+        for start in range(rows.start, rows.stop, size)
+    ]
+
+    def encode(number: int, role: int, inputs):
+        torch.manual_seed(_dropout_seed(settings.seed, step, number, role))
+        encoded = model(**{name: tensor.to(device) for name, tensor in inputs.items()})
+        return encoded.last_hidden_state[:, 0]
+
+    cached: list[list[Any]] = [[] for _ in ROLES]
+    with torch.no_grad(), autocast(device_type, settings.precision):
+        for number, inputs in micro_batches:
+            for role, tokens in enumerate(inputs):
+                cached[role].append(encode(number, role, tokens))
+    mine = [torch.cat(vectors).requires_grad_() for vectors in cached]
+    with autocast(device_type, settings.precision):
+        loss = contrastive_loss(*(_all_ranks(vectors, ranks) for vectors in mine))
+    gradients = torch.autograd.grad(scaler.scale(loss), mine)
+    for position, (number, inputs) in enumerate(micro_batches):
+        part = slice(position * size, (position + 1) * size)
+        for role, tokens in enumerate(inputs):
+            with autocast(device_type, settings.precision):
+                vectors = encode(number, role, tokens)
+            torch.autograd.backward(vectors, gradients[role][part])
+    return loss.detach()
+
+
 def _schedule(optimizer, settings: DPRSettings):
     from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
 
@@ -162,14 +314,18 @@ def train_dpr(
     ranks: Ranks = SINGLE,
 ) -> dict:
     """Fine-tune ``backbone`` as a DPR encoder; save encoder and tokenizer to ``output``, and
-    the snapshots of ``settings.snapshot_dirs`` after their epochs (rank 0 alone saves)."""
+    the snapshots of ``settings.snapshot_dirs`` after their epochs (rank 0 alone saves). With
+    ``settings.workdir``, resume from its newest checkpoint of the same training, if any."""
     import torch
     from tqdm import tqdm
     from transformers import AutoModel
 
     from hybrid_ir.neural.models import seed_everything
 
-    snapshots = {step: epoch for epoch, step in snapshot_steps(settings, len(triplets)).items()}
+    key = "math_models.dpr.micro_batch_size"
+    check_micro_batch(settings.batch_size, ranks.world, settings.micro_batch_size, key)
+    epoch_ends = snapshot_steps(settings, len(triplets))
+    snapshots = {step: epoch for epoch, step in epoch_ends.items()}
     seed_everything(settings.seed)
     path = backbone_path(backbone)
     tokenizer = load_tokenizer(path)
@@ -180,46 +336,43 @@ def train_dpr(
     schedule = _schedule(optimizer, settings)
     device_type = settings.device.partition(":")[0]
     scaler = grad_scaler(device_type, settings.precision)
-    rows = ranks.rows(settings.batch_size) if ranks.world > 1 else None
+    micro = settings.micro_batch_size
+    if micro == settings.batch_size // ranks.world:
+        micro = None  # the one-pass path: gradient caching would compute the same, twice
+    work = None
+    if settings.workdir is not None:
+        work = _Workdir(Path(settings.workdir), _description(backbone, triplets, settings))
     losses: list[float] = []
-    began = time.perf_counter()
-    for step in tqdm(range(settings.steps), desc="DPR", mininterval=5, disable=not ranks.main):
-        start = step * settings.batch_size
-        batch = [triplets[(start + i) % len(triplets)] for i in range(settings.batch_size)]
-        torch.manual_seed(ranks.seed(settings.seed + step))  # dropout
-        device = settings.device
-        with autocast(device_type, settings.precision):
-            queries = _cls(
-                model,
-                tokenizer,
-                [t["query"] for t in batch],
-                settings.query_max_length,
-                device,
-                rows,
-            )
-            positives = _cls(
-                model,
-                tokenizer,
-                [t["positive"] for t in batch],
-                settings.passage_max_length,
-                device,
-                rows,
-            )
-            negatives = _cls(
-                model,
-                tokenizer,
-                [t["negative"] for t in batch],
-                settings.passage_max_length,
-                device,
-                rows,
-            )
-            if ranks.world > 1:
-                loss = _sharded_loss(queries, positives, negatives, ranks, settings.batch_size)
-            else:
-                loss = contrastive_loss(queries, positives, negatives)
-        scaler.scale(loss).backward()
+    start, seconds = 0, 0.0
+    state = work.resume(epoch_ends) if work is not None else None
+    if state is not None:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        scaler.load_state_dict(state["scaler"])
+        _restore_rng(state["rng"], device_type)
+        losses, start, seconds = state["losses"], state["step"], state["seconds"]
+    began = time.perf_counter() - seconds
+    progress = tqdm(
+        range(start, settings.steps),
+        desc="DPR",
+        total=settings.steps,
+        initial=start,
+        mininterval=5,
+        disable=not ranks.main,
+    )
+    for step in progress:
+        first = step * settings.batch_size
+        batch = [triplets[(first + i) % len(triplets)] for i in range(settings.batch_size)]
+        if micro is not None:
+            loss = _cached_loss(model, tokenizer, batch, settings, ranks, step, micro, scaler)
+        else:
+            loss = _whole_share_loss(model, tokenizer, batch, settings, ranks, step)
+            scaler.scale(loss).backward()
         if ranks.world > 1:
-            [value] = ranks.exchange(model.parameters(), step + 1, loss)
+            # Each rank's part of the loss, summed: with micro-batches each computed all of it.
+            part = loss / ranks.world if micro is not None else loss
+            [value] = ranks.exchange(model.parameters(), step + 1, part)
         else:
             value = loss.item()
         scaler.step(optimizer)
@@ -227,17 +380,37 @@ def train_dpr(
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
         losses.append(round(value, 6))
+        done = step + 1
         if not ranks.main:
             continue
-        if (step + 1) % 10 == 0:
-            logger.info("step %d: loss %.4f", step + 1, np.mean(losses[-10:]))
-        if step + 1 in snapshots:
-            epoch = snapshots[step + 1]
+        if done % 10 == 0:
+            logger.info("step %d: loss %.4f", done, np.mean(losses[-10:]))
+        if done in snapshots:
+            epoch = snapshots[done]
             facts = _facts(backbone, triplets, settings, losses, time.perf_counter() - began)
-            _save(model, tokenizer, Path(settings.snapshot_dirs[epoch]), facts)
-            logger.info("epoch %d: snapshot saved to %s", epoch, settings.snapshot_dirs[epoch])
+            target = (
+                work.snapshot(epoch) if work is not None else Path(settings.snapshot_dirs[epoch])
+            )
+            _save(model, tokenizer, target, facts)
+            logger.info("epoch %d: snapshot saved to %s", epoch, target)
+        if work is not None and done % settings.checkpoint_every == 0 and done < settings.steps:
+            state = {
+                "step": done,
+                "losses": losses,
+                "seconds": time.perf_counter() - began,
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "schedule": schedule.state_dict(),
+                "scaler": scaler.state_dict(),
+                "rng": _rng_states(device_type),
+            }
+            work.save(done, state)
     facts = _facts(backbone, triplets, settings, losses, time.perf_counter() - began)
+    facts["resumed_from_step"] = start
     if ranks.main:
+        if work is not None:
+            for epoch, directory in settings.snapshot_dirs.items():
+                work.deliver(epoch, Path(directory))
         _save(model, tokenizer, output, facts)
     return facts
 
@@ -260,7 +433,9 @@ def _facts(
         "first_loss": losses[0],
         "final_loss": float(np.mean(losses[-10:])),
         "losses": losses,
-        "settings": {k: v for k, v in asdict(settings).items() if k != "snapshot_dirs"}
+        "settings": {
+            k: v for k, v in asdict(settings).items() if k not in ("snapshot_dirs", "workdir")
+        }
         | {"steps": steps},
     }
 
@@ -270,6 +445,190 @@ def _save(model, tokenizer, output: Path, facts: dict) -> None:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         (staging / "dpr.json").write_text(json.dumps(facts, indent=1) + "\n")
+
+
+def _description(backbone: str, triplets: Sequence[dict], settings: DPRSettings) -> dict:
+    """What determines a training, under the configuration keys a change would be made to:
+    checkpoints whose description differs are not resumed."""
+    left_out = ("device", "workdir", "checkpoint_every", "snapshot_dirs", "precision")
+    described: dict[str, Any] = {
+        f"math_models.dpr.{name}": value
+        for name, value in asdict(settings).items()
+        if name not in left_out
+    }
+    described["math_models.dpr.snapshots"] = sorted(settings.snapshot_dirs)
+    described["math_models.precision"] = settings.precision
+    digest = hashlib.sha256()
+    for triplet in triplets:
+        digest.update(json.dumps([triplet[role] for role, _ in ROLES]).encode() + b"\n")
+    described |= {
+        "backbone": backbone,
+        "backbone files": _files_digest(Path(backbone_path(backbone))),
+        "triplets": f"{len(triplets)}, sha256 {digest.hexdigest()[:16]}",
+        "code": f"dpr.py sha256 {hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]}",
+    }
+    # As read back from a checkpoint's JSON: lists for tuples, so that equal compares equal.
+    return json.loads(json.dumps(described))
+
+
+def _files_digest(directory: Path) -> str | None:
+    """A digest of a local backbone's files (a backbone further pretrained here is rebuilt
+    under the same name); None for a hub id."""
+    if not directory.is_dir():
+        return None
+    digest = hashlib.sha256()
+    for file in sorted(p for p in directory.rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(directory)).encode() + b"\0")
+        with open(file, "rb") as handle:
+            digest.update(hashlib.file_digest(handle, "sha256").digest())
+    return f"sha256 {digest.hexdigest()[:16]}"
+
+
+def _rng_states(device_type: str) -> dict:
+    """Python's, NumPy's and torch's global generators, as plain data: the training seeds what it
+    draws per step, so they only make a resumed process's state the interrupted one's."""
+    import random
+
+    import torch
+
+    numpy_state = cast(tuple[str, np.ndarray, int, int, float], np.random.get_state(legacy=True))
+    kind, keys, position, has_gauss, gauss = numpy_state
+    version, internal, python_gauss = random.getstate()
+    states = {
+        "python": [version, list(internal), python_gauss],
+        "numpy": [kind, keys.tolist(), position, has_gauss, gauss],
+        "torch": torch.get_rng_state(),
+    }
+    if device_type == "cuda":
+        states["cuda"] = torch.cuda.get_rng_state()
+    return states
+
+
+def _restore_rng(states: dict, device_type: str) -> None:
+    import random
+
+    import torch
+
+    version, internal, python_gauss = states["python"]
+    random.setstate((version, tuple(internal), python_gauss))
+    kind, keys, position, has_gauss, gauss = states["numpy"]
+    np.random.set_state((kind, np.array(keys, dtype=np.uint32), position, has_gauss, gauss))
+    torch.set_rng_state(states["torch"])
+    if device_type == "cuda" and "cuda" in states:
+        torch.cuda.set_rng_state(states["cuda"])
+
+
+class _Workdir:
+    """One training's checkpoints and snapshots (the module docstring's resumption)."""
+
+    def __init__(self, path: Path, description: dict):
+        self.path = path
+        self.description = description
+        encoded = json.dumps(description, sort_keys=True).encode()
+        self.fingerprint = hashlib.sha256(encoded).hexdigest()[:16]
+        self.kept: list[Path] = []  # this training's checkpoints, oldest first
+
+    def snapshot(self, epoch: int) -> Path:
+        return self.path / f"snapshot-epoch{epoch}-{self.fingerprint}"
+
+    def checkpoints(self) -> list[tuple[int, Path]]:
+        if not self.path.is_dir():
+            return []
+        found = ((_CHECKPOINT.fullmatch(p.name), p) for p in self.path.iterdir() if p.is_dir())
+        return sorted((int(match.group(1)), path) for match, path in found if match)
+
+    def resume(self, epoch_ends: Mapping[int, int]) -> dict | None:
+        """The newest checkpoint's state made by this training (with the snapshots it has
+        passed), or None; one log line lists the checkpoints ignored and why."""
+        ignored = []
+        for step, path in reversed(self.checkpoints()):
+            made = _read_description(path / _DESCRIPTION)
+            missing = [e for e, end in epoch_ends.items() if end <= step]
+            missing = [e for e in missing if not self.snapshot(e).is_dir()]
+            if made != self.description:
+                changes = (
+                    f"{key}: {made.get(key, 'absent')} -> {self.description.get(key, 'absent')}"
+                    for key in sorted(made.keys() | self.description.keys())
+                    if made.get(key) != self.description.get(key)
+                )
+                ignored.append(f"{path.name} ({', '.join(changes)})")
+            elif missing:
+                ignored.append(f"{path.name} (its epoch {missing[0]} snapshot is missing)")
+            else:
+                if ignored:
+                    logger.info("ignoring in %s: %s", self.path, "; ".join(ignored))
+                logger.info("resuming from %s (step %d)", path, step)
+                self.kept = [path]
+                return _load_state(path / _STATE)
+        if ignored:
+            logger.info("ignoring in %s: %s; training starts over", self.path, "; ".join(ignored))
+        return None
+
+    def save(self, step: int, state: dict) -> None:
+        """Keep ``state`` as step ``step``'s checkpoint; remove this training's older ones but
+        the last, and what other trainings left (their checkpoints and snapshots)."""
+        import torch
+
+        target = self.path / f"step-{step:07d}"
+        with atomic_directory(target) as staging:
+            staging.mkdir()
+            torch.save(state, staging / _STATE)
+            (staging / _DESCRIPTION).write_text(json.dumps(self.description, indent=1) + "\n")
+        self.kept = [*self.kept, target][-KEEP_CHECKPOINTS:]
+        for path in self.path.iterdir():
+            if path.name.startswith("snapshot-"):
+                stale = not path.name.endswith(self.fingerprint)
+            else:  # a killed save's staging directory (atomic_directory's ".NAME.tmp") too
+                ours = path in self.kept
+                stale = not ours and bool(
+                    _CHECKPOINT.fullmatch(path.name) or path.name.endswith(".tmp")
+                )
+            if stale and path.is_dir():
+                shutil.rmtree(path)
+
+    def deliver(self, epoch: int, directory: Path) -> None:
+        """Copy the snapshot of ``epoch`` to its (output) ``directory``."""
+        with atomic_directory(directory) as staging:
+            shutil.copytree(self.snapshot(epoch), staging)
+
+
+def _advice(file: Path) -> str:
+    return f"delete {file.parent} to resume from an earlier checkpoint or start over"
+
+
+def _read_description(file: Path) -> dict:
+    try:
+        described = json.loads(file.read_text())
+    except (OSError, ValueError) as error:
+        raise HybridIRError(
+            f"{file}: cannot read this checkpoint's description ({error}); {_advice(file)}"
+        ) from None
+    if not isinstance(described, dict):
+        raise HybridIRError(f"{file}: not a DPR checkpoint description; {_advice(file)}")
+    return described
+
+
+def _load_state(file: Path) -> dict:
+    """The saved state, unpickled with torch's weights-only loader: a checkpoint directory may
+    have been planted or tampered with, and a full unpickler would run any code it names.
+    Everything a checkpoint holds (tensors, numbers, strings, lists, dicts) passes that loader."""
+    import torch
+
+    try:
+        state = torch.load(file, weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError:
+        raise HybridIRError(
+            f"{file}: refusing to load this checkpoint: it holds objects other than tensors "
+            f"and plain data, which could run code when loaded; {_advice(file)}"
+        ) from None
+    except (OSError, EOFError, RuntimeError) as error:
+        reason = next(iter(str(error).splitlines()), "")[:200] or type(error).__name__
+        raise HybridIRError(
+            f"{file}: cannot read this checkpoint ({reason}); {_advice(file)}"
+        ) from None
+    if not isinstance(state, dict):
+        raise HybridIRError(f"{file}: not a DPR checkpoint (no state dict); {_advice(file)}")
+    return state
 
 
 def _save_flat_index(vectors: np.ndarray, path: Path) -> None:

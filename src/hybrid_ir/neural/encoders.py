@@ -88,10 +88,14 @@ class EncoderKind:
 
 
 def _train_dpr(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
-    from hybrid_ir.neural.dpr import DPRSettings, train_dpr
+    from hybrid_ir.neural.dpr import DPRSettings, check_micro_batch, train_dpr
 
     if job.processes > 1:
+        # Here rather than on the ranks, which would fail with torchrun's report only.
         check_divisible(entry["batch_size"], job.processes, "math_models.dpr.batch_size")
+        micro_batch = entry.get("micro_batch_size")
+        key = "math_models.dpr.micro_batch_size"
+        check_micro_batch(entry["batch_size"], job.processes, micro_batch, key)
         arguments = {
             "source": source,
             "triplets": str(triplets),
@@ -178,8 +182,38 @@ def _rerank_dpr(
     )
 
 
+COLBERT_KEY = "math_models.colbert"
+
+
+def check_colbert_micro_batch(
+    batch_size: int, micro_batch_size: int | None, key: str = COLBERT_KEY
+) -> None:
+    """ColBERT's gradient accumulation runs ``batch_size / micro_batch_size`` equal pieces of a
+    step's batch (None: the batch in one piece); ``key`` is the settings entry."""
+    if micro_batch_size is None:
+        return
+    if micro_batch_size < 1 or batch_size % micro_batch_size:
+        raise ConfigError(
+            f"config: {key}.micro_batch_size: {micro_batch_size!r} does not divide batch_size "
+            f"{batch_size}; use a divisor of it, or leave it unset for one forward pass per step"
+        )
+
+
+def check_colbert_search_bounds(
+    ncells: int | None, ndocs: int | None, key: str = COLBERT_KEY
+) -> None:
+    """ColBERT search's candidate bounds (None: colbert's search of every cell, see
+    :func:`hybrid_ir.neural.colbert.search_colbert`); ``key`` is the settings entry."""
+    for name, value in (("ncells", ncells), ("ndocs", ndocs)):
+        if value is not None and value < 1:
+            raise ConfigError(
+                f"config: {key}.{name}: must be >= 1 (or unset for colbert's unbounded "
+                f"search), got {value!r}"
+            )
+
+
 def _train_colbert(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
-    from hybrid_ir.neural.colbert import train_colbert
+    from hybrid_ir.neural.colbert import CHECKPOINT_EVERY, train_colbert
 
     if job.processes > 1:
         LOGGER.warning(
@@ -199,7 +233,12 @@ def _train_colbert(source: str, triplets: Path, output: Path, entry: Settings, j
         query_maxlen=entry["query_maxlen"],
         doc_maxlen=entry["doc_maxlen"],
         seed=entry["seed"],
+        micro_batch_size=entry.get("micro_batch_size"),
+        checkpoint_every=entry.get("checkpoint_every", CHECKPOINT_EVERY),
+        # Outside the job's outputs, which Snakemake deletes when a job fails.
+        workdir=Path(entry["workdir"]) if entry.get("workdir") else None,
         extensions_dir=job.extensions_dir,
+        device=job.device,
         precision=job.precision,
     )
 
@@ -218,6 +257,8 @@ def _index_colbert(
         doc_maxlen=entry["doc_maxlen"],
         extensions_dir=job.extensions_dir,
         seed=entry["seed"],
+        device=job.device,
+        precision=job.precision,
     )
 
 
@@ -227,7 +268,18 @@ def _search_colbert(
     from hybrid_ir.neural.colbert import search_colbert
 
     return search_colbert(
-        model, index, model_texts(queries, entry), k=depth, extensions_dir=job.extensions_dir
+        model,
+        index,
+        model_texts(queries, entry),
+        k=depth,
+        query_maxlen=entry["query_maxlen"],
+        doc_maxlen=entry["doc_maxlen"],
+        ncells=entry.get("ncells"),
+        centroid_score_threshold=entry.get("centroid_score_threshold"),
+        ndocs=entry.get("ndocs"),
+        extensions_dir=job.extensions_dir,
+        device=job.device,
+        precision=job.precision,
     )
 
 
@@ -249,6 +301,8 @@ def _rerank_colbert(
         query_maxlen=entry["query_maxlen"],
         doc_maxlen=entry["doc_maxlen"],
         extensions_dir=job.extensions_dir,
+        device=job.device,
+        precision=job.precision,
     )
 
 

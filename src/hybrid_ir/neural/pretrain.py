@@ -1,12 +1,34 @@
 """MLM (+NSP) further pretraining of a backbone on pre-tokenized math text (paper 000, §3.2).
 
-Data: documents are split into sentences; each adjacent pair becomes an example whose second
-sentence is, with probability 1/2, replaced by a sentence of another document (BERT's next
-sentence prediction). A seeded slice of the documents is held out and scored every
-``eval_every`` steps. Masking picks 15% of the non-special pieces; ``mask_rule`` ``80/10/10``
-(BERT) turns 80% of those into [MASK], 10% into a random piece and keeps 10%; ``80/20`` keeps
-20%, which is what pya0's trainer does in effect (its random-piece branch, ``r <= 0.1`` after
-``r <= 0.8``, can never fire).
+Data: documents are split into sentences, and a seeded slice of the documents is held out and
+scored every ``eval_every`` steps. ``pairs`` says how each split's sentence pairs are made:
+
+- ``adjacent``: every adjacent pair of a document's sentences is an example whose second
+  sentence is, with probability 1/2, replaced by a sentence of another document (BERT's next
+  sentence prediction);
+- ``pya0``: pya0's generator (``SentencePairGennerator`` of its mse-aops-2021 scripts, window
+  3): a pointer walks the sentences of all documents in order and every read moves it
+  ``pair_window`` sentences on. A pair reads its first segment at the pointer; with probability
+  1/2 its second segment is the next read (is next: where the two reads lie in two documents,
+  both are read again further on, the label kept), otherwise a read at a random sentence of
+  another document (not next; pya0 only avoids the pointer's sentence). A pair costs 1.5
+  windows on average, hence about sentences / (1.5 window) pairs: 2M of 9M sentences (paper
+  000: "Out of 9M sentences ... 2.2M sentence pairs"). pya0 reads up to a random token budget;
+  here a segment is up to ``pair_window`` sentences of one document joined by a space (cut,
+  like any pair, at ``max_length``).
+
+The launching process writes the pairs once to ``workdir/data`` (:func:`corpus_data`, reading
+the corpus as a stream): the sentences as one UTF-8 file with int64 offsets, each split's pairs
+as int64 rows (the sentence ranges of both segments and the label), and a digest of the inputs,
+settings and code they were made from, by which a later run reuses them. Every rank maps them
+and reads the rows of its batches only, so neither a rank's memory nor a step's cost grows with
+the corpus, but for the epoch's permutation of the pair indices (8 bytes a pair, drawn once an
+epoch).
+
+Masking picks 15% of the non-special pieces; ``mask_rule`` ``80/10/10`` (BERT) turns 80% of
+those into [MASK], 10% into a random piece and keeps 10%; ``80/20`` keeps 20%, which is what
+pya0's trainer does in effect (its random-piece branch, ``r <= 0.1`` after ``r <= 0.8``, can
+never fire).
 
 Model: ``AutoModelForPreTraining`` of the backbone: ``BertForPreTraining`` for BERT-style
 backbones (MLM + NSP), ``RobertaForMaskedLM`` for RoBERTa (MLM only: RoBERTa dropped NSP, so
@@ -15,17 +37,24 @@ encoder only, so the MLM head (transform + LayerNorm + bias; its decoder is tied
 embeddings) and the NSP classifier are newly initialised: the facts list every new weight.
 The math tokens are added and the embeddings resized before training.
 
+Batches: a step's global batch of ``batch_size`` pairs is tokenized and masked as one, so its
+masks depend neither on the process count nor on micro-batches. With ``micro_batch_size`` a
+process runs its rows in micro-batches of that many rows (each cut to its longest row),
+accumulating their gradients; one optimizer step per global batch. Each micro-batch's loss is its
+part of the global mean (its sum over masked pieces divided by the global count, the NSP sum by
+the global rows), so the gradients add up to those of the whole batch in one forward.
+
 Resumption: every ``checkpoint_every`` steps the model, optimizer, schedule and loss history
 are saved under ``workdir``. A restarted run with the same settings continues from the newest
-checkpoint; batches, masks and dropout are drawn from generators seeded by (seed, step), so a
-run killed and resumed ends with the same weights as one that never stopped. A checkpoint
-holds no device and no process count: one written on GPUs or by N ranks resumes anywhere.
+checkpoint; batches, masks and dropout are drawn from generators seeded by (seed, step), and
+dropout also by the micro-batch, so a run killed and resumed ends with the same weights as one
+that never stopped. A checkpoint holds no device, process count or micro-batch size: one
+written on GPUs, by N ranks or in other micro-batches resumes anywhere.
 
 Data parallelism (:mod:`hybrid_ir.neural.distributed`): with N ranks, every rank draws the
-global batch and its masks as one process would and trains on its slice of the rows; the MLM
-loss is the global mean over masked pieces (each rank divides its sum by the global count).
-``precision`` bf16/fp16 autocasts the forward passes (fp16 with a gradient scaler); fp32 runs
-without autocast.
+global batch and its masks as one process would and trains on its slice of the rows; the losses
+are parts of the global mean as for micro-batches. ``precision`` bf16/fp16 autocasts the
+forward passes (fp16 with a gradient scaler); fp32 runs without autocast.
 """
 
 from __future__ import annotations
@@ -34,13 +63,16 @@ import hashlib
 import json
 import logging
 import math
+import mmap
 import os
 import pickle
 import re
 import shutil
 import time
-from collections.abc import Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
+from itertools import islice
 from pathlib import Path
 from typing import cast
 
@@ -61,11 +93,20 @@ from hybrid_ir.neural.models import (
 logger = logging.getLogger(__name__)
 
 MASK_RULES = ("80/10/10", "80/20")
+PAIRINGS = ("adjacent", "pya0")
 IS_NEXT, NOT_NEXT = 0, 1  # transformers' next_sentence_label convention
 IGNORE = -100
+SPLITS = ("train", "heldout")
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+|\n+")
 _CHECKPOINT = re.compile(r"step-(\d+)$")
 KEEP_CHECKPOINTS = 2
+SECTION = "math_models.pretraining"
+_DATA_SETTINGS = ("seed", "heldout", "max_heldout_pairs", "nsp", "pairs", "pair_window")
+# Dropout seeds of micro-batch i are i strides apart: far beyond any step count and the rank
+# offsets of Ranks.seed (1_000_003 a rank), so no two (step, rank, micro-batch) share one.
+_MICRO_SEED_STRIDE = 1_000_000_007
+_ROW = 5  # a pair's row: first segment's sentences [start, end), second's, label
+_WRITE_BUFFER = 1 << 20  # values held before a data file is written to
 
 
 @dataclass(frozen=True)
@@ -87,6 +128,9 @@ class PretrainSettings:
     device: str = "cpu"
     epochs: float | None = None
     precision: str = "fp32"
+    micro_batch_size: int | None = None
+    pairs: str = "adjacent"
+    pair_window: int = 3
 
     def __post_init__(self):
         if (self.steps is None) == (self.epochs is None):
@@ -97,45 +141,297 @@ class PretrainSettings:
             raise ConfigError("pretraining mlm_probability must be in (0, 1)")
         if not 0 < self.heldout < 1:
             raise ConfigError("pretraining heldout must be in (0, 1)")
+        if self.micro_batch_size is not None and self.micro_batch_size < 1:
+            raise ConfigError(
+                f"config: {SECTION}.micro_batch_size: {self.micro_batch_size} rows; a "
+                "micro-batch needs at least one row (leave it out to run a process's whole "
+                "share of the batch in one forward)"
+            )
+        if self.pairs not in PAIRINGS:
+            raise ConfigError(
+                f"config: {SECTION}.pairs: {self.pairs!r} is not one of {', '.join(PAIRINGS)}"
+            )
+        if self.pair_window < 1:
+            raise ConfigError(
+                f"config: {SECTION}.pair_window: {self.pair_window}; a segment needs at least "
+                "one sentence"
+            )
 
 
-@dataclass(frozen=True)
-class Pair:
-    first: str
-    second: str
-    label: int
+def accumulation_steps(
+    batch_size: int, processes: int, micro_batch_size: int | None, key: str = SECTION
+) -> int:
+    """Micro-batches each of ``processes`` runs per step of a global batch of ``batch_size``
+    rows (1 without ``micro_batch_size``); ConfigError, naming ``key`` (the configuration
+    section that sets them), where the batch does not split evenly."""
+    check_divisible(batch_size, processes, f"{key}.batch_size")
+    share = batch_size // processes
+    if micro_batch_size is None:
+        return 1
+    if micro_batch_size < 1 or share % micro_batch_size:
+        divisors = [size for size in range(1, share + 1) if share % size == 0]
+        raise ConfigError(
+            f"config: {key}.micro_batch_size: {micro_batch_size} rows do not divide the "
+            f"{share} rows of each of {processes} training processes (batch_size "
+            f"{batch_size} / {processes}); use one of {divisors}"
+        )
+    return share // micro_batch_size
 
 
 def sentences(text: str) -> list[str]:
     return [piece.strip() for piece in _SENTENCE_END.split(text) if piece and piece.strip()]
 
 
-def split_documents(
-    documents: Sequence[list[str]], heldout: float, seed: int
-) -> tuple[list[list[str]], list[list[str]]]:
-    """(training, held-out) documents: a seeded ``heldout`` fraction, at least one document."""
-    order = np.random.default_rng(seed).permutation(len(documents))
-    cut = max(1, math.ceil(heldout * len(documents)))
-    held = {int(index) for index in order[:cut]}
-    train = [doc for index, doc in enumerate(documents) if index not in held]
-    return train, [doc for index, doc in enumerate(documents) if index in held]
+class _Sentences:
+    """The sentences of some documents (a split), numbered in document order as one sequence."""
+
+    def __init__(self, bounds: np.ndarray, documents: np.ndarray):
+        self.first = bounds[documents]
+        self.end = bounds[documents + 1]
+        self.starts = np.concatenate([[0], np.cumsum(self.end - self.first)])
+        self.total = int(self.starts[-1])
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    def locate(self, number: int) -> tuple[int, int]:
+        """(document in the split, sentence id in the corpus) of the split's sentence."""
+        document = int(np.searchsorted(self.starts, number, side="right")) - 1
+        return document, int(self.first[document] + number - self.starts[document])
+
+    def other(self, document: int, rng) -> tuple[int, int]:
+        """A random sentence of another document than ``document``."""
+        other, sentence = self.locate(int(rng.integers(self.total)))
+        while other == document:
+            other, sentence = self.locate(int(rng.integers(self.total)))
+        return other, sentence
 
 
-def sentence_pairs(documents: Sequence[list[str]], seed: int, nsp: bool = True) -> list[Pair]:
-    """Adjacent sentence pairs; with ``nsp`` half the second sentences come from elsewhere."""
-    rng = np.random.default_rng(seed)
-    owners = [(doc, index) for doc, text in enumerate(documents) for index in range(len(text))]
-    pairs = []
-    for doc, text in enumerate(documents):
-        for index in range(len(text) - 1):
-            if nsp and len(documents) > 1 and rng.random() < 0.5:
-                other_doc, other = owners[int(rng.integers(len(owners)))]
-                while other_doc == doc:
-                    other_doc, other = owners[int(rng.integers(len(owners)))]
-                pairs.append(Pair(text[index], documents[other_doc][other], NOT_NEXT))
+def _adjacent_pairs(split: _Sentences, rng, random_seconds: bool) -> Iterator[tuple[int, ...]]:
+    for document in range(len(split)):
+        for first in range(int(split.first[document]), int(split.end[document]) - 1):
+            if random_seconds and rng.random() < 0.5:
+                _, second = split.other(document, rng)
+                yield first, first + 1, second, second + 1, NOT_NEXT
             else:
-                pairs.append(Pair(text[index], text[index + 1], IS_NEXT))
-    return pairs
+                yield first, first + 1, first + 1, first + 2, IS_NEXT
+
+
+def _pya0_pairs(
+    split: _Sentences, rng, random_seconds: bool, window: int
+) -> Iterator[tuple[int, ...]]:
+    def segment(document: int, sentence: int) -> tuple[int, int]:
+        return sentence, min(sentence + window, int(split.end[document]))
+
+    pointer = 0
+    while pointer < split.total:
+        is_next = not random_seconds or rng.random() < 0.5
+        # As pya0 does, an is-next pair whose reads lie in two documents is read again further
+        # on, with the same label: the label's odds stay 1/2 per pair.
+        while pointer < split.total:
+            document, sentence = split.locate(pointer)
+            pointer += window
+            if not is_next:
+                other = split.other(document, rng)
+                yield *segment(document, sentence), *segment(*other), NOT_NEXT
+                break
+            if pointer < split.total:
+                other = split.locate(pointer)
+                pointer += window
+                if other[0] == document:
+                    yield *segment(document, sentence), *segment(*other), IS_NEXT
+                    break
+
+
+def _pairs(split: _Sentences, seed: int, settings: PretrainSettings) -> Iterator[tuple[int, ...]]:
+    """The pair rows of a split, drawn from ``seed``."""
+    rng = np.random.default_rng(seed)
+    random_seconds = settings.nsp and len(split) > 1
+    if settings.pairs == "adjacent":
+        return _adjacent_pairs(split, rng, random_seconds)
+    return _pya0_pairs(split, rng, random_seconds, settings.pair_window)
+
+
+class _Int64File:
+    """int64 values appended to a raw file through a bounded buffer: written as they come, a
+    corpus's offsets and pairs never have to fit in memory."""
+
+    def __init__(self, path: Path):
+        self.handle = open(path, "wb")
+        self.buffer = array("q")
+        self.count = 0
+
+    def extend(self, values: Iterable[int]) -> None:
+        self.buffer.extend(values)
+        if len(self.buffer) >= _WRITE_BUFFER:
+            self._flush()
+
+    def _flush(self) -> None:
+        self.buffer.tofile(self.handle)
+        self.count += len(self.buffer)
+        del self.buffer[:]
+
+    def __enter__(self) -> _Int64File:
+        return self
+
+    def __exit__(self, *failure) -> None:
+        self._flush()
+        self.handle.close()
+
+
+def _write_data(
+    directory: Path, documents: Iterable[list[str]], settings: PretrainSettings
+) -> dict:
+    """Write the sentences and both splits' pairs of ``documents``; return their counts."""
+    bounds = array("q", [0])  # document d's sentences are [bounds[d], bounds[d + 1])
+    end = 0
+    with (
+        open(directory / "sentences.utf8", "wb") as text,
+        _Int64File(directory / "offsets.int64") as offsets,
+    ):
+        offsets.extend((0,))
+        for document in documents:
+            for sentence in document:
+                encoded = sentence.encode("utf-8", "surrogatepass")
+                text.write(encoded)
+                end += len(encoded)
+                offsets.extend((end,))
+            bounds.append(bounds[-1] + len(document))
+    starts = np.frombuffer(bounds, dtype=np.int64)
+    count = len(starts) - 1
+    order = np.random.default_rng(settings.seed).permutation(count)
+    held = np.zeros(count, dtype=bool)
+    held[order[: max(1, math.ceil(settings.heldout * count))]] = True
+    documents_of = {"train": np.flatnonzero(~held), "heldout": np.flatnonzero(held)}
+    seeds = {"train": settings.seed, "heldout": settings.seed + 1}
+    limits = {"train": None, "heldout": settings.max_heldout_pairs}
+    pairs = {}
+    for split in SPLITS:
+        rows = _pairs(_Sentences(starts, documents_of[split]), seeds[split], settings)
+        with _Int64File(directory / f"{split}-pairs.int64") as out:
+            for row in islice(rows, limits[split]):
+                out.extend(row)
+        pairs[split] = out.count // _ROW
+    if not pairs["train"] or not pairs["heldout"]:
+        raise ConfigError(
+            f"pretraining needs sentence pairs in both splits; got {pairs['train']} training "
+            f"and {pairs['heldout']} held-out pairs ({settings.pairs} pairs) from {count} "
+            "documents"
+        )
+    return {
+        "documents": {split: len(documents_of[split]) for split in SPLITS},
+        "sentences": int(starts[-1]),
+        "pairs": pairs,
+    }
+
+
+def _data_settings(settings: PretrainSettings) -> dict:
+    return {key: getattr(settings, key) for key in _DATA_SETTINGS}
+
+
+def prepare_data(
+    directory: Path,
+    settings: PretrainSettings,
+    inputs: str,
+    documents: Callable[[], Iterable[list[str]]],
+) -> Path:
+    """Write the training data of ``documents()`` (lists of sentences) to ``directory``, or
+    keep what is there if made from the same ``inputs`` (a digest of what ``documents`` yields),
+    data settings and code; the files are written through a temporary sibling."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(json.dumps([inputs, _data_settings(settings)]).encode())
+    fingerprint = digest.hexdigest()[:16]
+    try:
+        found = json.loads((directory / "data.json").read_text()).get("fingerprint")
+    except (OSError, ValueError):
+        found = None
+    if found == fingerprint:
+        logger.info("reusing the pretraining pairs in %s", directory)
+        return directory
+    began = time.perf_counter()
+    with atomic_directory(directory) as staging:
+        staging.mkdir()
+        facts = _write_data(staging, documents(), settings)
+        facts |= {"fingerprint": fingerprint, "settings": _data_settings(settings)}
+        (staging / "data.json").write_text(json.dumps(facts, indent=1) + "\n")
+    logger.info(
+        "wrote %d sentences, %s pairs to %s in %.1f s",
+        facts["sentences"],
+        facts["pairs"],
+        directory,
+        time.perf_counter() - began,
+    )
+    return directory
+
+
+def corpus_data(
+    corpora: Sequence[tuple[str | Path, Sequence[str]]],
+    directory: Path,
+    settings: PretrainSettings,
+) -> Path:
+    """:func:`prepare_data` of pre-tokenized ``corpora`` (pairs of a file and its fields),
+    identified by the files' contents."""
+    digest = hashlib.blake2b()
+    for path, fields in corpora:
+        digest.update(json.dumps([list(fields), os.path.getsize(path)]).encode())
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return prepare_data(directory, settings, digest.hexdigest(), lambda: mlm_documents(corpora))
+
+
+def _map(path: Path) -> mmap.mmap:
+    """``path`` mapped read-only for random reads: a batch's rows lie anywhere in the files, and
+    the kernel's read-ahead would read (and keep resident) far more than a row around each."""
+    with open(path, "rb") as handle:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    mapped.madvise(mmap.MADV_RANDOM)
+    return mapped
+
+
+class TrainingData:
+    """The files :func:`prepare_data` wrote, memory-mapped: reading a batch reads its rows and
+    their sentences, not the corpus."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.facts = json.loads((directory / "data.json").read_text())
+        self.offsets = np.frombuffer(_map(directory / "offsets.int64"), dtype=np.int64)
+        self.text = _map(directory / "sentences.utf8")
+        self.pairs = {
+            split: np.frombuffer(_map(directory / f"{split}-pairs.int64"), dtype=np.int64).reshape(
+                -1, _ROW
+            )
+            for split in SPLITS
+        }
+
+    def check(self, settings: PretrainSettings) -> None:
+        """Fail where these pairs were made with other data settings than ``settings``."""
+        if self.facts["settings"] != _data_settings(settings):
+            raise HybridIRError(
+                f"{self.directory}: pairs made with {self.facts['settings']}, but the training "
+                f"settings say {_data_settings(settings)}; prepare the data again"
+            )
+
+    def size(self, split: str) -> int:
+        return len(self.pairs[split])
+
+    def segment(self, start: int, end: int) -> str:
+        """Sentences ``start`` to ``end`` (exclusive) joined by a space."""
+        bounds = self.offsets[start : end + 1].tolist()
+        return " ".join(
+            self.text[a:b].decode("utf-8", "surrogatepass")
+            for a, b in zip(bounds, bounds[1:], strict=False)
+        )
+
+    def examples(self, split: str, indices) -> tuple[list[str], list[str], list[int]]:
+        """(first segments, second segments, labels) of the pairs ``indices`` of ``split``."""
+        rows = self.pairs[split][np.asarray(indices, dtype=np.int64)].tolist()
+        return (
+            [self.segment(row[0], row[1]) for row in rows],
+            [self.segment(row[2], row[3]) for row in rows],
+            [row[4] for row in rows],
+        )
 
 
 def mask_tokens(input_ids, special, vocab_size: int, mask_id: int, settings, generator):
@@ -156,42 +452,63 @@ def mask_tokens(input_ids, special, vocab_size: int, mask_id: int, settings, gen
     return masked, labels
 
 
-def _fingerprint(backbone: str, tokens: Sequence[str], pairs: int, settings) -> str:
+def _fingerprint(backbone: str, tokens: Sequence[str], data: str, settings) -> str:
     """What a checkpoint must match to be resumed: inputs, settings and this module's code."""
     digest = hashlib.sha256(Path(__file__).read_bytes())
-    portable = {k: v for k, v in asdict(settings).items() if k != "device"}
-    digest.update(json.dumps([backbone, list(tokens), pairs, portable]).encode())
+    portable = {
+        k: v for k, v in asdict(settings).items() if k not in ("device", "micro_batch_size")
+    }
+    digest.update(json.dumps([backbone, list(tokens), data, portable]).encode())
     return digest.hexdigest()[:16]
 
 
-def _batch_indices(step: int, size: int, batch_size: int, seed: int) -> list[int]:
-    """The pair indices of ``step``: consecutive slices of per-epoch seeded permutations."""
-    indices: list[int] = []
-    position = step * batch_size
-    while len(indices) < batch_size:
-        epoch, offset = divmod(position, size)
-        order = np.random.default_rng([seed, epoch]).permutation(size)
-        take = min(batch_size - len(indices), size - offset)
-        indices.extend(int(i) for i in order[offset : offset + take])
-        position += take
-    return indices
+class _Order:
+    """The pair indices of each step: consecutive slices of per-epoch seeded permutations.
+    An epoch's permutation is drawn once, not every step: a draw of 19M indices (ARQMath's
+    adjacent pairs) took 1.6 s on a 2-core machine. Two are kept, as a batch may straddle two
+    epochs."""
+
+    def __init__(self, size: int, batch_size: int, seed: int):
+        self.size, self.batch_size, self.seed = size, batch_size, seed
+        self.permutations: dict[int, np.ndarray] = {}
+
+    def batch(self, step: int) -> np.ndarray:
+        parts = []
+        position, wanted = step * self.batch_size, self.batch_size
+        while wanted:
+            epoch, offset = divmod(position, self.size)
+            take = min(wanted, self.size - offset)
+            parts.append(self._permutation(epoch)[offset : offset + take])
+            position += take
+            wanted -= take
+        return np.concatenate(parts)
+
+    def _permutation(self, epoch: int) -> np.ndarray:
+        if epoch not in self.permutations:
+            if len(self.permutations) == 2:
+                del self.permutations[min(self.permutations)]
+            rng = np.random.default_rng([self.seed, epoch])
+            self.permutations[epoch] = rng.permutation(self.size)
+        return self.permutations[epoch]
 
 
 class _Batches:
-    """Tokenized, masked batches; masks depend only on (seed, step), never on history."""
+    """Tokenized, masked batches of one split; masks depend only on (seed, step), never on
+    history."""
 
-    def __init__(self, tokenizer, pairs: Sequence[Pair], settings: PretrainSettings):
+    def __init__(self, tokenizer, data: TrainingData, split: str, settings: PretrainSettings):
         self.tokenizer = tokenizer
-        self.pairs = pairs
+        self.data = data
+        self.split = split
         self.settings = settings
 
-    def make(self, indices: Sequence[int], mask_seed: int):
+    def make(self, indices, mask_seed: int):
         import torch
 
-        chosen = [self.pairs[index] for index in indices]
+        firsts, seconds, labels = self.data.examples(self.split, indices)
         inputs = self.tokenizer(
-            [pair.first for pair in chosen],
-            [pair.second for pair in chosen],
+            firsts,
+            seconds,
             truncation="longest_first",
             max_length=self.settings.max_length,
             padding=True,
@@ -200,7 +517,7 @@ class _Batches:
         )
         special = inputs.pop("special_tokens_mask").bool()
         generator = torch.Generator().manual_seed(mask_seed)
-        inputs["input_ids"], labels = mask_tokens(
+        inputs["input_ids"], masked_labels = mask_tokens(
             inputs["input_ids"],
             special,
             len(self.tokenizer),
@@ -208,8 +525,21 @@ class _Batches:
             self.settings,
             generator,
         )
-        next_labels = torch.tensor([pair.label for pair in chosen])
-        return inputs, labels, next_labels
+        return inputs, masked_labels, torch.tensor(labels)
+
+
+def _micro_batches(batch, rows: slice, size: int) -> list:
+    """The rows ``rows`` of ``batch`` in consecutive micro-batches of (at most) ``size`` rows,
+    each cut after its last attended column: the batch is padded to its longest row, and the
+    padding a micro-batch does not need would cost memory and time in every layer."""
+    inputs, labels, next_labels = batch
+    pieces = []
+    for start in range(rows.start, rows.stop, size):
+        piece = slice(start, min(start + size, rows.stop))
+        width = int(inputs["attention_mask"][piece].any(0).nonzero().max()) + 1
+        cut = {name: tensor[piece, :width] for name, tensor in inputs.items()}
+        pieces.append((cut, labels[piece, :width], next_labels[piece]))
+    return pieces
 
 
 def _losses(model, inputs, labels, next_labels, nsp: bool, totals=None):
@@ -235,30 +565,41 @@ def _losses(model, inputs, labels, next_labels, nsp: bool, totals=None):
     return mlm, F.cross_entropy(model.cls.seq_relationship(encoded.pooler_output), next_labels)
 
 
+def _on(device: str, inputs, labels, next_labels):
+    """A batch's tensors on ``device``."""
+    moved = {name: tensor.to(device) for name, tensor in inputs.items()}
+    return moved, labels.to(device), next_labels.to(device)
+
+
 def _mlm_head(model):
     """The vocabulary head: BERT keeps it in ``cls.predictions``, RoBERTa in ``lm_head``."""
     return model.cls.predictions if hasattr(model, "cls") else model.lm_head
 
 
 def _heldout_loss(model, batches: _Batches, size: int, settings) -> tuple[float, float]:
+    """Mean losses over the held-out pairs, masked in chunks of ``batch_size`` (so the scores
+    do not depend on ``micro_batch_size``), each run in micro-batches where set."""
     import torch
 
     model.eval()
     totals, count = np.zeros(2), 0
+    device = settings.device
+    micro = settings.micro_batch_size
     with torch.inference_mode():
         for start in range(0, size, settings.batch_size):
-            indices = list(range(start, min(size, start + settings.batch_size)))
-            inputs, labels, next_labels = batches.make(indices, settings.seed + start)
-            device = settings.device
-            with autocast(_device_type(device), settings.precision):
-                mlm, nsp = _losses(
-                    model,
-                    inputs.to(device),
-                    labels.to(device),
-                    next_labels.to(device),
-                    settings.nsp,
-                )
-            totals += [float(mlm) * len(indices), float(nsp) * len(indices)]
+            indices = range(start, min(size, start + settings.batch_size))
+            batch = batches.make(indices, settings.seed + start)
+            pieces, shares = [batch], None
+            if micro is not None and micro < len(indices):
+                pieces = _micro_batches(batch, slice(0, len(indices)), micro)
+                shares = (int((batch[1] != IGNORE).sum()), len(indices))
+            mlm = nsp = 0.0
+            for piece in pieces:
+                inputs, labels, next_labels = _on(device, *piece)
+                with autocast(_device_type(device), settings.precision):
+                    parts = _losses(model, inputs, labels, next_labels, settings.nsp, shares)
+                mlm, nsp = mlm + float(parts[0]), nsp + float(parts[1])
+            totals += [mlm * len(indices), nsp * len(indices)]
             count += len(indices)
     model.train()
     mlm_mean, nsp_mean = totals / max(count, 1)
@@ -344,18 +685,19 @@ def _load_model(backbone: str, tokenizer, settings: PretrainSettings):
 
 def pretrain(
     backbone: str,
-    documents: Sequence[list[str]],
+    data: Path,
     math_tokens: Sequence[str],
     output: Path,
     workdir: Path,
     settings: PretrainSettings,
     ranks: Ranks = SINGLE,
 ) -> dict:
-    """Further-pretrain ``backbone`` and save it (with its tokenizer) to ``output``.
+    """Further-pretrain ``backbone`` on the pairs in ``data`` (:func:`prepare_data`, made with
+    these settings) and save it (with its tokenizer) to ``output``.
 
-    ``documents`` are lists of sentences. Returns facts: pair counts, newly initialised
-    weights, tokens added, losses, timing. ``output`` is written through a temporary sibling.
-    Among ``ranks``, rank 0 alone writes checkpoints and the model.
+    Returns facts: document, sentence and pair counts, newly initialised weights, tokens added,
+    losses, timing. ``output`` is written through a temporary sibling. Among ``ranks``, rank 0
+    alone writes checkpoints and the model.
     """
     import torch
     from tqdm import tqdm
@@ -364,21 +706,16 @@ def pretrain(
     from hybrid_ir.neural.models import seed_everything
 
     seed_everything(settings.seed)
+    accumulation = accumulation_steps(settings.batch_size, ranks.world, settings.micro_batch_size)
     path = backbone_path(backbone)
-    train_docs, held_docs = split_documents(documents, settings.heldout, settings.seed)
-    train_pairs = sentence_pairs(train_docs, settings.seed, settings.nsp)
-    held_pairs = sentence_pairs(held_docs, settings.seed + 1, settings.nsp)
-    held_pairs = held_pairs[: settings.max_heldout_pairs]
-    if not train_pairs or not held_pairs:
-        raise ConfigError(
-            f"pretraining needs sentence pairs in both splits; got {len(train_pairs)} training "
-            f"and {len(held_pairs)} held-out pairs from {len(documents)} documents"
-        )
+    training = TrainingData(data)
+    training.check(settings)
+    train_size, held_size = training.size("train"), training.size("heldout")
     total_steps = settings.steps
     if total_steps is None:
         if settings.epochs is None:  # excluded by PretrainSettings.__post_init__
             raise ConfigError("pretraining needs exactly one of steps and epochs")
-        steps = math.ceil(settings.epochs * len(train_pairs) / settings.batch_size)
+        steps = math.ceil(settings.epochs * train_size / settings.batch_size)
         total_steps = max(1, steps)
         settings = replace(settings, steps=total_steps, epochs=None)
     tokenizer = load_tokenizer(path)
@@ -389,7 +726,7 @@ def pretrain(
     )
     schedule = get_linear_schedule_with_warmup(optimizer, settings.warmup_steps, total_steps)
     scaler = grad_scaler(_device_type(settings.device), settings.precision)
-    fingerprint = _fingerprint(backbone, math_tokens, len(train_pairs), settings)
+    fingerprint = _fingerprint(backbone, math_tokens, training.facts["fingerprint"], settings)
     state = _resume_state(workdir, fingerprint)
     history: list[dict] = []
     start = 0
@@ -399,41 +736,39 @@ def pretrain(
         schedule.load_state_dict(state["schedule"])
         scaler.load_state_dict(state["scaler"])
         history, start = state["history"], state["step"]
-    train_batches = _Batches(tokenizer, train_pairs, settings)
-    held_batches = _Batches(tokenizer, held_pairs, settings)
+    order = _Order(train_size, settings.batch_size, settings.seed)
+    train_batches = _Batches(tokenizer, training, "train", settings)
+    held_batches = _Batches(tokenizer, training, "heldout", settings)
     model.train()
     if start == 0 and ranks.main:
-        held_mlm, held_nsp = _heldout_loss(model, held_batches, len(held_pairs), settings)
+        held_mlm, held_nsp = _heldout_loss(model, held_batches, held_size, settings)
         history.append({"step": 0, "split": "heldout", "mlm": held_mlm, "nsp": held_nsp})
     began = time.perf_counter()
     remaining = range(start, total_steps)
+    device = settings.device
     for step in tqdm(remaining, desc="pretraining", mininterval=5, disable=not ranks.main):
-        indices = _batch_indices(step, len(train_pairs), settings.batch_size, settings.seed)
-        inputs, labels, next_labels = train_batches.make(indices, settings.seed * 1_000_003 + step)
-        totals = None
-        if ranks.world > 1:
-            totals = (int((labels != IGNORE).sum()), len(indices))
-            rows = ranks.rows(len(indices))
-            inputs = {name: tensor[rows] for name, tensor in inputs.items()}
-            labels, next_labels = labels[rows], next_labels[rows]
-        torch.manual_seed(ranks.seed(settings.seed + step))  # dropout
-        device = settings.device
-        with autocast(_device_type(device), settings.precision):
-            mlm, nsp = _losses(
-                model,
-                {name: tensor.to(device) for name, tensor in inputs.items()},
-                labels.to(device),
-                next_labels.to(device),
-                settings.nsp,
-                totals,
-            )
-        loss = mlm + nsp
-        scaler.scale(loss).backward()
+        indices = order.batch(step)
+        batch = train_batches.make(indices, settings.seed * 1_000_003 + step)
+        pieces, totals = [batch], None
+        if ranks.world > 1 or accumulation > 1:
+            share = ranks.rows(len(indices))
+            pieces = _micro_batches(batch, share, (share.stop - share.start) // accumulation)
+            totals = (int((batch[1] != IGNORE).sum()), len(indices))
+        losses = []
+        for index, piece in enumerate(pieces):
+            # Dropout, drawn per rank and micro-batch, seeded so that a resumed run redraws it.
+            torch.manual_seed(ranks.seed(settings.seed + step + index * _MICRO_SEED_STRIDE))
+            inputs, labels, next_labels = _on(device, *piece)
+            with autocast(_device_type(device), settings.precision):
+                mlm, nsp = _losses(model, inputs, labels, next_labels, settings.nsp, totals)
+            scaler.scale(mlm + nsp).backward()
+            losses.append(torch.stack([mlm, nsp]).detach().float())
+        summed = torch.stack(losses).sum(0)
         done = step + 1
         if ranks.world > 1:
-            train_mlm, train_nsp = ranks.exchange(model.parameters(), done, mlm, nsp)
+            train_mlm, train_nsp = ranks.exchange(model.parameters(), done, *summed)
         else:
-            train_mlm, train_nsp = mlm.item(), nsp.item()
+            train_mlm, train_nsp = summed.tolist()
         scaler.step(optimizer)
         scaler.update()
         schedule.step()
@@ -442,7 +777,7 @@ def pretrain(
         if not ranks.main:
             continue
         if done % settings.eval_every == 0 or done == total_steps:
-            held_mlm, held_nsp = _heldout_loss(model, held_batches, len(held_pairs), settings)
+            held_mlm, held_nsp = _heldout_loss(model, held_batches, held_size, settings)
             history.append({"step": done, "split": "heldout", "mlm": held_mlm, "nsp": held_nsp})
             logger.info(
                 "step %d: train mlm %.4f, held-out mlm %.4f nsp %.4f",
@@ -469,20 +804,23 @@ def pretrain(
     trained = total_steps - start
     facts = {
         "backbone": backbone,
-        "documents": {"train": len(train_docs), "heldout": len(held_docs)},
-        "pairs": {"train": len(train_pairs), "heldout": len(held_pairs)},
+        "documents": training.facts["documents"],
+        "sentences": training.facts["sentences"],
+        "pairs": training.facts["pairs"],
         "math_tokens_added": added_tokens,
         "embedding_rows_added": added_rows,
         "newly_initialised": new_weights,
         "resumed_from_step": start,
         "steps": settings.steps,
         "processes": ranks.world,
+        "accumulation_steps": accumulation,
         "seconds": round(seconds, 1),
         "steps_per_second": round(trained / seconds, 3) if trained and seconds else None,
         "settings": asdict(settings),
     }
     if ranks.main:
-        samples = [text for pair in held_pairs[:100] for text in (pair.first, pair.second)]
+        firsts, seconds_of, _ = training.examples("heldout", range(min(100, held_size)))
+        samples = [text for pair in zip(firsts, seconds_of, strict=True) for text in pair]
         _save_model(model, tokenizer, output, facts, samples)
     return {**facts, "history": history}
 
@@ -513,25 +851,27 @@ def write_losses(history: Sequence[dict], path: Path) -> None:
             out.write(f"{row['step']}\t{row['split']}\t{row['mlm']:.6f}\t{row['nsp']:.6f}\n")
 
 
-def mlm_documents(corpora: Sequence[tuple[str | Path, Sequence[str]]]) -> list[list[str]]:
-    """Sentence lists from pre-tokenized corpora: one document per record, made of its
-    ``fields``; a field value already used (a thread's question, repeated with every answer)
-    is not used again."""
+def mlm_documents(corpora: Sequence[tuple[str | Path, Sequence[str]]]) -> Iterator[list[str]]:
+    """Sentence lists from pre-tokenized corpora, read as they are needed: one document per
+    record, made of its ``fields``; a field value already used (a thread's question, repeated
+    with every answer) is not used again. Used values are remembered by 16-byte digests: their
+    text would be the corpus again."""
     from hybrid_ir.formats import read_records
 
-    seen: set[str] = set()
-    documents = []
+    seen: set[bytes] = set()
     for path, fields in corpora:
         for record in read_records(path):
             parts = []
             for name in fields:
                 value = record.get(name)
-                if isinstance(value, str) and value.strip() and value not in seen:
-                    seen.add(value)
+                if not isinstance(value, str) or not value.strip():
+                    continue
+                key = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16)
+                if key.digest() not in seen:
+                    seen.add(key.digest())
                     parts.extend(sentences(value))
             if parts:
-                documents.append(parts)
-    return documents
+                yield parts
 
 
 def settings_from_config(entry: dict, **extra) -> PretrainSettings:
@@ -541,18 +881,17 @@ def settings_from_config(entry: dict, **extra) -> PretrainSettings:
 
 
 def pretrain_files(arguments: dict, device: str, ranks: Ranks = SINGLE) -> dict:
-    """:func:`pretrain` from files: ``arguments`` holds ``backbone``, ``corpora`` (pairs of a
-    pre-tokenized corpus and its fields), ``vocabulary`` (the math tokens), ``output``,
-    ``workdir``, ``settings`` (the configuration entry) and ``precision``."""
+    """:func:`pretrain` from files: ``arguments`` holds ``backbone``, ``data`` (what
+    :func:`corpus_data` wrote), ``vocabulary`` (the math tokens), ``output``, ``workdir``,
+    ``settings`` (the configuration entry) and ``precision``."""
     from hybrid_ir.neural.models import read_vocabulary
 
-    documents = mlm_documents([(path, fields) for path, fields in arguments["corpora"]])
     settings = settings_from_config(
         arguments["settings"], device=device, precision=arguments["precision"]
     )
     return pretrain(
         arguments["backbone"],
-        documents,
+        Path(arguments["data"]),
         read_vocabulary(arguments["vocabulary"]),
         Path(arguments["output"]),
         Path(arguments["workdir"]),
@@ -562,11 +901,17 @@ def pretrain_files(arguments: dict, device: str, ranks: Ranks = SINGLE) -> dict:
 
 
 def pretrain_job(arguments: dict, device: str, processes: int, threads: int) -> dict:
-    """:func:`pretrain_files` in this process, or data-parallel on ``processes`` ranks."""
+    """:func:`pretrain_files` in this process, or data-parallel on ``processes`` ranks, on the
+    pairs of ``arguments["corpora"]`` (pre-tokenized files and their fields), which this process
+    writes to ``workdir/data`` first (or finds there) for every rank to map."""
+    settings = settings_from_config(
+        arguments["settings"], device=device, precision=arguments["precision"]
+    )
+    accumulation_steps(settings.batch_size, processes, settings.micro_batch_size)
+    corpora = [(path, fields) for path, fields in arguments["corpora"]]
+    data = corpus_data(corpora, Path(arguments["workdir"]) / "data", settings)
+    arguments = {**arguments, "data": str(data)}
     if processes == 1:
         return pretrain_files(arguments, device)
-    check_divisible(
-        arguments["settings"]["batch_size"], processes, "math_models.pretraining.batch_size"
-    )
     task = f"{__name__}:pretrain_files"
     return launch(task, arguments, processes, device=device, threads=threads)

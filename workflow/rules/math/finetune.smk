@@ -55,9 +55,13 @@ rule finetune:
         settings=lambda w: MATH[w.encoder],
         device=MATH["device"],
         precision=MATH["precision"],
+        tf32=MATH["tf32"],
         cpu_processes=MATH["cpu_processes"],
         extensions=".cache/torch_extensions",
         snapshots=snapshot_dirs,
+        # Outside the declared outputs, which Snakemake deletes when a job fails: a killed
+        # training resumes from its checkpoints, and keeps the epoch snapshots it already took.
+        workdir=lambda w: paths.checkpoints(f"finetune-{w.encoder}-{w.backbone}"),
     script:
         "../../scripts/finetune.py"
 

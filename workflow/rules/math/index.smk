@@ -32,5 +32,6 @@ rule encoder_index:
         extensions=".cache/torch_extensions",
         device=MATH["device"],
         precision=MATH["precision"],
+        tf32=MATH["tf32"],
     script:
         "../../scripts/encoder_index.py"

@@ -50,6 +50,7 @@ rule pretrain:
         settings=lambda w: pretraining_settings(MATH, w.backbone),
         device=MATH["device"],
         precision=MATH["precision"],
+        tf32=MATH["tf32"],
         cpu_processes=MATH["cpu_processes"],
         # Checkpoints live outside the declared output, which Snakemake deletes when a job
         # fails: a killed run resumes from them.

@@ -33,6 +33,7 @@ rule encoder_search:
         extensions=".cache/torch_extensions",
         device=MATH["device"],
         precision=MATH["precision"],
+        tf32=MATH["tf32"],
     script:
         "../../scripts/encoder_search.py"
 
@@ -63,6 +64,7 @@ rule mlm_rerank:
         model=lambda w: MODELS.mlm_model(w.system),
         device=MATH["device"],
         precision=MATH["precision"],
+        tf32=MATH["tf32"],
     script:
         "../../scripts/mlm_rerank.py"
 
@@ -96,5 +98,6 @@ rule encoder_rerank:
         extensions=".cache/torch_extensions",
         device=MATH["device"],
         precision=MATH["precision"],
+        tf32=MATH["tf32"],
     script:
         "../../scripts/encoder_rerank.py"
