@@ -19,14 +19,18 @@ def main():
     claim_gpus(snakemake.resources.gpu)
     set_threads(snakemake.threads)
     spec, settings = snakemake.params.reranker, snakemake.params.settings
-    documents = topic_texts(
-        read_records(snakemake.input.corpus), snakemake.params.doc_fields, separator="\n"
-    )
     queries = topic_texts(
         read_records(snakemake.input.topics), snakemake.params.query_fields, separator="\n"
     )
     candidates = top_candidates(
         read_run(snakemake.input.base, topics=queries), queries, spec["depth"]
+    )
+    # Only the candidates' texts: at full scale the collection's would not fit the job.
+    wanted = {doc for docs in candidates.values() for doc in docs}
+    documents = topic_texts(
+        (record for record in read_records(snakemake.input.corpus) if record["id"] in wanted),
+        snakemake.params.doc_fields,
+        separator="\n",
     )
     logging.info(
         "%s re-ranking (model %s) of %s: %d of %d topics, %d candidates (depth %d)",

@@ -98,8 +98,6 @@ import hashlib
 import json
 import logging
 import os
-import pickle
-import random
 import re
 import shutil
 import socket
@@ -109,11 +107,10 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 from unittest import mock
 
 import faiss
-import numpy as np
 import torch
 from colbert import Indexer, Searcher
 from colbert.indexing import collection_indexer
@@ -129,8 +126,16 @@ from colbert.modeling.tokenization import DocTokenizer, QueryTokenizer, tensoriz
 from colbert.utils.amp import MixedPrecisionManager
 from tqdm import tqdm
 
-from hybrid_ir.errors import ConfigError, HybridIRError
+from hybrid_ir.errors import ConfigError
 from hybrid_ir.neural.candidates import unique_candidates
+from hybrid_ir.neural.checkpoints import (
+    load_state,
+    prune,
+    restore_rng_states,
+    rng_states,
+    save_state,
+    step_directories,
+)
 from hybrid_ir.neural.devices import autocast, check_precision
 from hybrid_ir.neural.encoders import check_colbert_micro_batch, check_colbert_search_bounds
 from hybrid_ir.neural.models import (
@@ -156,10 +161,8 @@ NWAY = 2
 SEARCH_DOCS_FLOOR = 4096
 """colbert's ``ndocs`` for k > 100: ``max(4 k, 4096)`` documents pass the centroid-only
 filter, a quarter of them are scored with full (decompressed) embeddings."""
-KEEP_CHECKPOINTS = 2
 CHECKPOINT_EVERY = 1000
 """Training steps between two checkpoints under a workdir (the last two are kept)."""
-_CHECKPOINT = re.compile(r"step-(\d+)$")
 MIN_PACK_ROWS = 256
 """Token vectors a re-ranking MaxSim product is padded to (with a document of zero vectors,
 whose score is dropped). MKL computes a product of a few rows otherwise than a long one, to
@@ -574,7 +577,7 @@ def _fit(
         if stepper.activated:
             stepper.scaler.load_state_dict(state["scaler"])
         losses, start = list(state["losses"]), int(state["step"])
-        _set_rng_states(state["rng"])
+        restore_rng_states(state["rng"])
     model.train()
     began = time.perf_counter()
     for step in tqdm(range(start, config.maxsteps), desc="ColBERT training", mininterval=5):
@@ -616,37 +619,10 @@ def _fit(
                     "model": model.state_dict(),
                     "optimizer": optimizer.state_dict(),
                     "scaler": stepper.scaler.state_dict() if stepper.activated else {},
-                    "rng": _rng_states(),
+                    "rng": rng_states(),
                 },
             )
     return _Fit(losses, time.perf_counter() - began, start)
-
-
-def _rng_states() -> dict:
-    """Every generator training may draw from, in types torch's weights-only loader reads."""
-    legacy = cast(tuple[str, np.ndarray, int, int, float], np.random.get_state(legacy=True))
-    _, keys, position, has_gauss, gauss = legacy
-    return {
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else [],
-        "numpy": {
-            "keys": torch.from_numpy(keys.astype(np.int64)),
-            "position": int(position),
-            "has_gauss": int(has_gauss),
-            "gauss": float(gauss),
-        },
-        "python": random.getstate(),
-    }
-
-
-def _set_rng_states(states: Mapping) -> None:
-    torch.set_rng_state(states["torch"])
-    if states["cuda"] and len(states["cuda"]) == torch.cuda.device_count():
-        torch.cuda.set_rng_state_all(states["cuda"])
-    saved = states["numpy"]
-    keys = saved["keys"].numpy().astype(np.uint32)
-    np.random.set_state(("MT19937", keys, saved["position"], saved["has_gauss"], saved["gauss"]))
-    random.setstate(states["python"])
 
 
 def _file_sha256(path: Path) -> str:
@@ -700,52 +676,20 @@ class _Checkpoints:
     def __init__(self, workdir: Path, every: int, fingerprint: dict) -> None:
         self.workdir, self.every, self.fingerprint = workdir, every, fingerprint
 
-    def _existing(self) -> list[tuple[int, Path]]:
-        if not self.workdir.is_dir():
-            return []
-        found = ((_CHECKPOINT.match(p.name), p) for p in self.workdir.iterdir() if p.is_dir())
-        return sorted((int(match.group(1)), path) for match, path in found if match)
-
     def save(self, step: int, state: dict) -> None:
-        target = self.workdir / f"step-{step:07d}"
-        staging = self.workdir / f".step-{step:07d}.tmp"
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        torch.save({"fingerprint": self.fingerprint, **state}, staging / "state.pt")
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(staging, target)
-        for _, old in self._existing()[:-KEEP_CHECKPOINTS]:
-            shutil.rmtree(old)
+        save_state(self.workdir, step, {"fingerprint": self.fingerprint, **state})
+        prune(self.workdir)
 
     def resume(self) -> dict | None:
         """The newest checkpoint made with this run's fingerprint."""
-        for step, path in reversed(self._existing()):
-            state = _load_checkpoint_state(path / "state.pt")
+        for step, path in reversed(step_directories(self.workdir)):
+            state = load_state(path, "ColBERT training")
             differing = _differences(state.get("fingerprint"), self.fingerprint)
             if not differing:
                 LOGGER.info("ColBERT training resumes from %s (step %d)", path, step)
                 return state
             LOGGER.info("ignoring %s: made with other %s", path, ", ".join(differing))
         return None
-
-
-def _load_checkpoint_state(file: Path) -> dict:
-    """The saved state, unpickled with torch's weights-only loader: a checkpoint directory may
-    have been planted or tampered with, and a full unpickler would run any code it names."""
-    advice = f"delete {file.parent} to resume from an earlier checkpoint or start over"
-    try:
-        state = torch.load(file, weights_only=True, map_location="cpu")
-    except pickle.UnpicklingError:
-        raise HybridIRError(
-            f"{file}: refusing to load this checkpoint: it holds objects other than tensors "
-            f"and plain data, which could run code when loaded; {advice}"
-        ) from None
-    except (OSError, EOFError, RuntimeError) as error:
-        reason = next(iter(str(error).splitlines()), "")[:200] or type(error).__name__
-        raise HybridIRError(f"{file}: cannot read this checkpoint ({reason}); {advice}") from None
-    if not isinstance(state, dict):
-        raise HybridIRError(f"{file}: not a ColBERT training checkpoint; {advice}")
-    return state
 
 
 @contextlib.contextmanager

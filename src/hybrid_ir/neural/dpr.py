@@ -59,20 +59,27 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import pickle
 import re
 import shutil
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import numpy as np
 
 from hybrid_ir.errors import ConfigError, HybridIRError, InputFormatError
 from hybrid_ir.formats import atomic_directory
 from hybrid_ir.neural.candidates import unique_candidates
+from hybrid_ir.neural.checkpoints import (
+    KEEP,
+    load_state,
+    restore_rng_states,
+    rng_states,
+    save_state,
+    step_directories,
+)
 from hybrid_ir.neural.devices import autocast, grad_scaler
 from hybrid_ir.neural.distributed import SINGLE, Ranks
 from hybrid_ir.neural.models import (
@@ -99,9 +106,8 @@ INDEX_SUFFIX = ".faiss"
 ROLES = (("query", "query_max_length"), ("positive", "passage_max_length"),
          ("negative", "passage_max_length"))  # fmt: skip
 """The texts of a triplet and the setting that truncates each."""
-KEEP_CHECKPOINTS = 2
-_CHECKPOINT = re.compile(r"step-(\d+)")
-_STATE, _DESCRIPTION = "state.pt", "description.json"
+_STEP = re.compile(r"step-(\d+)")
+_DESCRIPTION = "description.json"
 
 
 @dataclass(frozen=True)
@@ -350,7 +356,7 @@ def train_dpr(
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
         scaler.load_state_dict(state["scaler"])
-        _restore_rng(state["rng"], device_type)
+        restore_rng_states(state["rng"])
         losses, start, seconds = state["losses"], state["step"], state["seconds"]
     began = time.perf_counter() - seconds
     progress = tqdm(
@@ -402,7 +408,7 @@ def train_dpr(
                 "optimizer": optimizer.state_dict(),
                 "schedule": schedule.state_dict(),
                 "scaler": scaler.state_dict(),
-                "rng": _rng_states(device_type),
+                "rng": rng_states(),
             }
             work.save(done, state)
     facts = _facts(backbone, triplets, settings, losses, time.perf_counter() - began)
@@ -484,40 +490,6 @@ def _files_digest(directory: Path) -> str | None:
     return f"sha256 {digest.hexdigest()[:16]}"
 
 
-def _rng_states(device_type: str) -> dict:
-    """Python's, NumPy's and torch's global generators, as plain data: the training seeds what it
-    draws per step, so they only make a resumed process's state the interrupted one's."""
-    import random
-
-    import torch
-
-    numpy_state = cast(tuple[str, np.ndarray, int, int, float], np.random.get_state(legacy=True))
-    kind, keys, position, has_gauss, gauss = numpy_state
-    version, internal, python_gauss = random.getstate()
-    states = {
-        "python": [version, list(internal), python_gauss],
-        "numpy": [kind, keys.tolist(), position, has_gauss, gauss],
-        "torch": torch.get_rng_state(),
-    }
-    if device_type == "cuda":
-        states["cuda"] = torch.cuda.get_rng_state()
-    return states
-
-
-def _restore_rng(states: dict, device_type: str) -> None:
-    import random
-
-    import torch
-
-    version, internal, python_gauss = states["python"]
-    random.setstate((version, tuple(internal), python_gauss))
-    kind, keys, position, has_gauss, gauss = states["numpy"]
-    np.random.set_state((kind, np.array(keys, dtype=np.uint32), position, has_gauss, gauss))
-    torch.set_rng_state(states["torch"])
-    if device_type == "cuda" and "cuda" in states:
-        torch.cuda.set_rng_state(states["cuda"])
-
-
 class _Workdir:
     """One training's checkpoints and snapshots (the module docstring's resumption)."""
 
@@ -531,17 +503,11 @@ class _Workdir:
     def snapshot(self, epoch: int) -> Path:
         return self.path / f"snapshot-epoch{epoch}-{self.fingerprint}"
 
-    def checkpoints(self) -> list[tuple[int, Path]]:
-        if not self.path.is_dir():
-            return []
-        found = ((_CHECKPOINT.fullmatch(p.name), p) for p in self.path.iterdir() if p.is_dir())
-        return sorted((int(match.group(1)), path) for match, path in found if match)
-
     def resume(self, epoch_ends: Mapping[int, int]) -> dict | None:
         """The newest checkpoint's state made by this training (with the snapshots it has
         passed), or None; one log line lists the checkpoints ignored and why."""
         ignored = []
-        for step, path in reversed(self.checkpoints()):
+        for step, path in reversed(step_directories(self.path)):
             made = _read_description(path / _DESCRIPTION)
             missing = [e for e, end in epoch_ends.items() if end <= step]
             missing = [e for e in missing if not self.snapshot(e).is_dir()]
@@ -559,7 +525,7 @@ class _Workdir:
                     logger.info("ignoring in %s: %s", self.path, "; ".join(ignored))
                 logger.info("resuming from %s (step %d)", path, step)
                 self.kept = [path]
-                return _load_state(path / _STATE)
+                return load_state(path, "DPR")
         if ignored:
             logger.info("ignoring in %s: %s; training starts over", self.path, "; ".join(ignored))
         return None
@@ -567,22 +533,15 @@ class _Workdir:
     def save(self, step: int, state: dict) -> None:
         """Keep ``state`` as step ``step``'s checkpoint; remove this training's older ones but
         the last, and what other trainings left (their checkpoints and snapshots)."""
-        import torch
-
-        target = self.path / f"step-{step:07d}"
-        with atomic_directory(target) as staging:
-            staging.mkdir()
-            torch.save(state, staging / _STATE)
-            (staging / _DESCRIPTION).write_text(json.dumps(self.description, indent=1) + "\n")
-        self.kept = [*self.kept, target][-KEEP_CHECKPOINTS:]
+        description = json.dumps(self.description, indent=1) + "\n"
+        target = save_state(self.path, step, state, {_DESCRIPTION: description})
+        self.kept = [*self.kept, target][-KEEP:]
         for path in self.path.iterdir():
             if path.name.startswith("snapshot-"):
                 stale = not path.name.endswith(self.fingerprint)
-            else:  # a killed save's staging directory (atomic_directory's ".NAME.tmp") too
+            else:  # a killed save's staging directory (".NAME.tmp") too
                 ours = path in self.kept
-                stale = not ours and bool(
-                    _CHECKPOINT.fullmatch(path.name) or path.name.endswith(".tmp")
-                )
+                stale = not ours and bool(_STEP.fullmatch(path.name) or path.name.endswith(".tmp"))
             if stale and path.is_dir():
                 shutil.rmtree(path)
 
@@ -606,29 +565,6 @@ def _read_description(file: Path) -> dict:
     if not isinstance(described, dict):
         raise HybridIRError(f"{file}: not a DPR checkpoint description; {_advice(file)}")
     return described
-
-
-def _load_state(file: Path) -> dict:
-    """The saved state, unpickled with torch's weights-only loader: a checkpoint directory may
-    have been planted or tampered with, and a full unpickler would run any code it names.
-    Everything a checkpoint holds (tensors, numbers, strings, lists, dicts) passes that loader."""
-    import torch
-
-    try:
-        state = torch.load(file, weights_only=True, map_location="cpu")
-    except pickle.UnpicklingError:
-        raise HybridIRError(
-            f"{file}: refusing to load this checkpoint: it holds objects other than tensors "
-            f"and plain data, which could run code when loaded; {_advice(file)}"
-        ) from None
-    except (OSError, EOFError, RuntimeError) as error:
-        reason = next(iter(str(error).splitlines()), "")[:200] or type(error).__name__
-        raise HybridIRError(
-            f"{file}: cannot read this checkpoint ({reason}); {_advice(file)}"
-        ) from None
-    if not isinstance(state, dict):
-        raise HybridIRError(f"{file}: not a DPR checkpoint (no state dict); {_advice(file)}")
-    return state
 
 
 def _save_flat_index(vectors: np.ndarray, path: Path) -> None:

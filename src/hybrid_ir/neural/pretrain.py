@@ -65,9 +65,7 @@ import logging
 import math
 import mmap
 import os
-import pickle
 import re
-import shutil
 import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -80,6 +78,7 @@ import numpy as np
 
 from hybrid_ir.errors import ConfigError, HybridIRError
 from hybrid_ir.formats import atomic_directory
+from hybrid_ir.neural.checkpoints import load_state, prune, save_state, step_directories
 from hybrid_ir.neural.devices import autocast, grad_scaler
 from hybrid_ir.neural.distributed import SINGLE, Ranks, check_divisible, launch
 from hybrid_ir.neural.models import (
@@ -98,8 +97,6 @@ IS_NEXT, NOT_NEXT = 0, 1  # transformers' next_sentence_label convention
 IGNORE = -100
 SPLITS = ("train", "heldout")
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+|\n+")
-_CHECKPOINT = re.compile(r"step-(\d+)$")
-KEEP_CHECKPOINTS = 2
 SECTION = "math_models.pretraining"
 _DATA_SETTINGS = ("seed", "heldout", "max_heldout_pairs", "nsp", "pairs", "pair_window")
 # Dropout seeds of micro-batch i are i strides apart: far beyond any step count and the rank
@@ -606,59 +603,20 @@ def _heldout_loss(model, batches: _Batches, size: int, settings) -> tuple[float,
     return float(mlm_mean), float(nsp_mean)
 
 
-def _checkpoints(workdir: Path) -> list[tuple[int, Path]]:
-    if not workdir.is_dir():
-        return []
-    found = ((_CHECKPOINT.match(p.name), p) for p in workdir.iterdir() if p.is_dir())
-    return sorted((int(match.group(1)), path) for match, path in found if match)
-
-
 def _save_checkpoint(workdir: Path, step: int, state: dict) -> Path:
-    import torch
-
-    target = workdir / f"step-{step:07d}"
-    staging = workdir / f".step-{step:07d}.tmp"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    torch.save(state, staging / "state.pt")
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(staging, target)
-    for _, old in _checkpoints(workdir)[:-KEEP_CHECKPOINTS]:
-        shutil.rmtree(old)
+    target = save_state(workdir, step, state)
+    prune(workdir)
     return target
 
 
 def _resume_state(workdir: Path, fingerprint: str) -> dict | None:
-    for step, path in reversed(_checkpoints(workdir)):
-        state = _load_checkpoint_state(path / "state.pt")
+    for step, path in reversed(step_directories(workdir)):
+        state = load_state(path, "pretraining")
         if state.get("fingerprint") == fingerprint:
             logger.info("resuming from %s (step %d)", path, step)
             return state
         logger.info("ignoring %s: made with other settings", path)
     return None
-
-
-def _load_checkpoint_state(file: Path) -> dict:
-    """The saved state, unpickled with torch's weights-only loader: a checkpoint directory may
-    have been planted or tampered with, and a full unpickler would run any code it names.
-    Everything a checkpoint holds (tensors, numbers, strings, lists, dicts) passes that loader;
-    the run needs no RNG state, since batches, masks and dropout are seeded by (seed, step)."""
-    import torch
-
-    advice = f"delete {file.parent} to resume from an earlier checkpoint or start over"
-    try:
-        state = torch.load(file, weights_only=True, map_location="cpu")
-    except pickle.UnpicklingError:
-        raise HybridIRError(
-            f"{file}: refusing to load this checkpoint: it holds objects other than tensors "
-            f"and plain data, which could run code when loaded; {advice}"
-        ) from None
-    except (OSError, EOFError, RuntimeError) as error:
-        reason = next(iter(str(error).splitlines()), "")[:200] or type(error).__name__
-        raise HybridIRError(f"{file}: cannot read this checkpoint ({reason}); {advice}") from None
-    if not isinstance(state, dict):
-        raise HybridIRError(f"{file}: not a pretraining checkpoint (no state dict); {advice}")
-    return state
 
 
 def _load_model(backbone: str, tokenizer, settings: PretrainSettings):
