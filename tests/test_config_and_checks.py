@@ -73,7 +73,8 @@ def test_paper_config_is_valid_over_the_default(config):
         # Paper scale: what would otherwise fail inside a job after its time in the queue.
         (lambda c: c["math_models"]["pretraining"].update(micro_batch_size=3),
          "config.yaml: math_models.pretraining.micro_batch_size: 3 does not divide the 16 "
-         "examples each of 1 training process(es) takes"),
+         "examples each of 1 training process(es) takes of the global batch of 16; use one of "
+         "[1, 2, 4, 8, 16]"),
         (lambda c: c["math_models"].update(cpu_processes=2)
          or c["math_models"]["dpr"].update(batch_size=8, micro_batch_size=8),
          "config.yaml: math_models.dpr.micro_batch_size: 8 does not divide the 4 examples each "

@@ -28,7 +28,7 @@ from test_pretrain import DOCS, MATH
 from transformers import BertModel
 
 from hybrid_ir.errors import ConfigError, HybridIRError
-from hybrid_ir.neural.distributed import KILL_ENV, Ranks
+from hybrid_ir.neural.distributed import KILL_ENV, Ranks, accumulation_steps
 from hybrid_ir.neural.encoders import Job, encoder
 from hybrid_ir.neural.pretrain import pretrain_job
 
@@ -218,10 +218,32 @@ def test_a_dead_rank_fails_the_launch_and_its_checkpoint_resumes_in_one_process(
         )
 
 
+def test_accumulation_steps_split_each_process_share():
+    assert accumulation_steps(240, 8, None, "math_models.pretraining") == 1
+    assert accumulation_steps(240, 8, 10, "math_models.pretraining") == 3
+    assert accumulation_steps(240, 8, 30, "math_models.pretraining") == 1
+    assert accumulation_steps(16, 1, 4, "math_models.dpr") == 4
+    with pytest.raises(ConfigError) as error:
+        accumulation_steps(240, 8, 7, "math_models.pretraining")
+    assert str(error.value) == (
+        "config: math_models.pretraining.micro_batch_size: 7 does not divide the 30 examples "
+        "each of 8 training process(es) takes of the global batch of 240; use one of "
+        "[1, 2, 3, 5, 6, 10, 15, 30]"
+    )
+    for micro in (0, 16, 60):
+        with pytest.raises(
+            ConfigError, match=rf"^config: math_models\.colbert\.micro_batch_size: {micro} "
+        ):
+            accumulation_steps(16, 2, micro, "math_models.colbert")
+    with pytest.raises(ConfigError, match=r"^config: math_models\.dpr\.batch_size: the global "
+                       r"batch of 10 does not split"):  # fmt: skip
+        accumulation_steps(10, 4, None, "math_models.dpr")
+
+
 def test_a_global_batch_that_does_not_split_evenly_is_a_config_error(files, tmp_path):
     with pytest.raises(ConfigError, match=r"math_models\.pretraining\.batch_size: the global "):
         pretrain_job(_arguments(files, tmp_path, batch_size=3), "cpu", 2, 2)
-    with pytest.raises(ConfigError, match=r"pretraining\.micro_batch_size: 3 rows do not divide"):
+    with pytest.raises(ConfigError, match=r"pretraining\.micro_batch_size: 3 does not divide"):
         pretrain_job(_arguments(files, tmp_path, micro_batch_size=3), "cpu", 2, 2)
     assert not (tmp_path / "work").exists()  # refused before the pairs are written
     entry = DPR_ENTRY | {"batch_size": 3}
@@ -231,7 +253,7 @@ def test_a_global_batch_that_does_not_split_evenly_is_a_config_error(files, tmp_
         )
     # Found before torchrun starts, as for the batch.
     entry = DPR_ENTRY | {"micro_batch_size": 3}
-    with pytest.raises(ConfigError, match=r"micro_batch_size: 3 does not divide the 2 triplets"):
+    with pytest.raises(ConfigError, match=r"dpr\.micro_batch_size: 3 does not divide the 2 exa"):
         encoder("dpr").train(
             str(files["dpr"]), files["triplets"], tmp_path, entry, Job(processes=2)
         )

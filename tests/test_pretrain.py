@@ -27,7 +27,6 @@ from hybrid_ir.neural.pretrain import (
     TrainingData,
     _micro_batches,
     _Order,
-    accumulation_steps,
     mask_tokens,
     mlm_documents,
     prepare_data,
@@ -112,25 +111,6 @@ def test_settings_are_checked():
         _settings(pair_window=0)
     with pytest.raises(ConfigError, match=r"^config: math_models\.pretraining\.micro_batch_size"):
         _settings(micro_batch_size=0)
-
-
-def test_accumulation_steps_split_each_process_share():
-    assert accumulation_steps(240, 8, None) == 1
-    assert accumulation_steps(240, 8, 10) == 3
-    assert accumulation_steps(240, 8, 30) == 1
-    assert accumulation_steps(16, 1, 4) == 4
-    with pytest.raises(ConfigError) as error:
-        accumulation_steps(240, 8, 7)
-    assert str(error.value) == (
-        "config: math_models.pretraining.micro_batch_size: 7 rows do not divide the 30 rows of "
-        "each of 8 training processes (batch_size 240 / 8); use one of [1, 2, 3, 5, 6, 10, 15, 30]"
-    )
-    with pytest.raises(ConfigError, match=r"^config: math_models\.pretraining\.micro_batch_size"):
-        accumulation_steps(16, 2, 16)
-    key = "math_models.backbones.minilm-math.pretraining"
-    with pytest.raises(ConfigError, match=r"^config: math_models\.backbones\.minilm-math\.pre"
-                       r"training\.batch_size: the global batch of 10 does not split"):  # fmt: skip
-        accumulation_steps(10, 4, None, key)
 
 
 # The split and pairing of the code before pairs went to files, kept as the reference the files

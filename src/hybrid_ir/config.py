@@ -13,6 +13,7 @@ import yaml
 
 from hybrid_ir.checks import topic_sets
 from hybrid_ir.errors import ConfigError
+from hybrid_ir.neural.distributed import accumulation_steps
 from hybrid_ir.neural.encoders import ENCODERS
 from hybrid_ir.neural.models import local_checkpoint
 from hybrid_ir.tables import row_sources, table_groups
@@ -242,19 +243,10 @@ def _check_batches(config: dict, source: str) -> None:
             continue
         batch, micro = math[section]["batch_size"], math[section]["micro_batch_size"]
         for processes in sorted(training_processes(config, section)):
-            where = f"{source}: math_models.{section}"
-            if batch % processes:
-                raise ConfigError(
-                    f"{where}.batch_size: the global batch of {batch} does not split evenly over "
-                    f"{processes} training processes (resources.{TRAINING_RULES[section]}.gpu or "
-                    "math_models.cpu_processes); make it a multiple of them"
-                )
-            if micro is not None and (batch // processes) % micro:
-                raise ConfigError(
-                    f"{where}.micro_batch_size: {micro} does not divide the {batch // processes} "
-                    f"examples each of {processes} training process(es) takes of the global batch "
-                    f"of {batch}"
-                )
+            try:
+                accumulation_steps(batch, processes, micro, f"math_models.{section}")
+            except ConfigError as error:
+                raise ConfigError(str(error).replace("config:", f"{source}:", 1)) from None
 
 
 # Sections whose entries may name several topic sets; each becomes one entry per set.

@@ -137,7 +137,8 @@ from hybrid_ir.neural.checkpoints import (
     step_directories,
 )
 from hybrid_ir.neural.devices import autocast, check_precision
-from hybrid_ir.neural.encoders import check_colbert_micro_batch, check_colbert_search_bounds
+from hybrid_ir.neural.distributed import accumulation_steps
+from hybrid_ir.neural.encoders import COLBERT_KEY, check_colbert_search_bounds
 from hybrid_ir.neural.models import (
     directory_size,
     local_checkpoint,
@@ -409,7 +410,7 @@ def train_colbert(
             f"ColBERT steps, batch_size and log_every must be >= 1, "
             f"got {steps!r}, {batch_size!r}, {log_every!r}"
         )
-    check_colbert_micro_batch(batch_size, micro_batch_size)
+    accumulation_steps(batch_size, 1, micro_batch_size, COLBERT_KEY)
     if checkpoint_every < 1:
         raise ConfigError(
             f"config: math_models.colbert.checkpoint_every: must be >= 1, got {checkpoint_every!r}"

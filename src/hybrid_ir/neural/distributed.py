@@ -106,6 +106,27 @@ def check_divisible(batch_size: int, processes: int, key: str) -> None:
         )
 
 
+def accumulation_steps(
+    batch_size: int, processes: int, micro_batch_size: int | None, section: str
+) -> int:
+    """Micro-batches each of ``processes`` runs per step of a global batch of ``batch_size``
+    examples (1 without ``micro_batch_size``); a ConfigError naming the key of ``section`` (the
+    configuration entry that sets both sizes) where the batch does not split evenly. The
+    workflow checks every configured training with it before any job starts."""
+    check_divisible(batch_size, processes, f"{section}.batch_size")
+    share = batch_size // processes
+    if micro_batch_size is None:
+        return 1
+    if micro_batch_size < 1 or share % micro_batch_size:
+        divisors = [size for size in range(1, share + 1) if share % size == 0]
+        raise ConfigError(
+            f"config: {section}.micro_batch_size: {micro_batch_size} does not divide the {share} "
+            f"examples each of {processes} training process(es) takes of the global batch of "
+            f"{batch_size}; use one of {divisors}"
+        )
+    return share // micro_batch_size
+
+
 def launch(
     task: str,
     arguments: Mapping[str, Any],

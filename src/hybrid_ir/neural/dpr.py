@@ -81,7 +81,7 @@ from hybrid_ir.neural.checkpoints import (
     step_directories,
 )
 from hybrid_ir.neural.devices import autocast, grad_scaler
-from hybrid_ir.neural.distributed import SINGLE, Ranks
+from hybrid_ir.neural.distributed import SINGLE, Ranks, accumulation_steps
 from hybrid_ir.neural.models import (
     Encoder,
     Pooling,
@@ -101,6 +101,8 @@ from hybrid_ir.runs import Run, canonicalize
 
 logger = logging.getLogger(__name__)
 
+SECTION = "math_models.dpr"
+"""The configuration entry of DPR's settings, named in their errors."""
 INDEX_SUFFIX = ".faiss"
 """Each shard of an index is a faiss ``IndexFlatIP`` file (:mod:`hybrid_ir.neural.shards`)."""
 ROLES = (("query", "query_max_length"), ("positive", "passage_max_length"),
@@ -132,23 +134,6 @@ class DPRSettings:
     """Steps between checkpoints (with ``workdir``)."""
     workdir: str | None = None
     """Where checkpoints and snapshots are kept until training ends; None: nowhere."""
-
-
-def check_micro_batch(
-    batch_size: int, processes: int, micro_batch_size: int | None, key: str
-) -> None:
-    """A :class:`ConfigError` naming ``key`` unless ``micro_batch_size`` (None: no micro-batches)
-    divides each rank's share of the global batch (``batch_size`` over ``processes``, which
-    :func:`hybrid_ir.neural.distributed.check_divisible` checks)."""
-    if micro_batch_size is None:
-        return
-    share = batch_size // processes
-    if micro_batch_size < 1 or share % micro_batch_size:
-        raise ConfigError(
-            f"config: {key}: {micro_batch_size} does not divide the {share} triplets that each "
-            f"of {processes} training process(es) encodes per step (math_models.dpr.batch_size "
-            f"{batch_size}); make it a divisor of {share}, or null"
-        )
 
 
 def _cls(model, tokenizer, texts: Sequence[str], max_length: int, device: str, rows=None):
@@ -328,8 +313,7 @@ def train_dpr(
 
     from hybrid_ir.neural.models import seed_everything
 
-    key = "math_models.dpr.micro_batch_size"
-    check_micro_batch(settings.batch_size, ranks.world, settings.micro_batch_size, key)
+    accumulation_steps(settings.batch_size, ranks.world, settings.micro_batch_size, SECTION)
     epoch_ends = snapshot_steps(settings, len(triplets))
     snapshots = {step: epoch for epoch, step in epoch_ends.items()}
     seed_everything(settings.seed)

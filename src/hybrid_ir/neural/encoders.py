@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.neural.distributed import SINGLE, Ranks, check_divisible, launch
+from hybrid_ir.neural.distributed import SINGLE, Ranks, accumulation_steps, launch
 from hybrid_ir.neural.models import backbone_path, training_steps
 from hybrid_ir.neural.triplets import read_triplets
 from hybrid_ir.runs import Run
@@ -88,14 +88,12 @@ class EncoderKind:
 
 
 def _train_dpr(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
-    from hybrid_ir.neural.dpr import DPRSettings, check_micro_batch, train_dpr
+    from hybrid_ir.neural.dpr import SECTION, DPRSettings, train_dpr
 
     if job.processes > 1:
         # Here rather than on the ranks, which would fail with torchrun's report only.
-        check_divisible(entry["batch_size"], job.processes, "math_models.dpr.batch_size")
         micro_batch = entry.get("micro_batch_size")
-        key = "math_models.dpr.micro_batch_size"
-        check_micro_batch(entry["batch_size"], job.processes, micro_batch, key)
+        accumulation_steps(entry["batch_size"], job.processes, micro_batch, SECTION)
         arguments = {
             "source": source,
             "triplets": str(triplets),
@@ -183,20 +181,6 @@ def _rerank_dpr(
 
 
 COLBERT_KEY = "math_models.colbert"
-
-
-def check_colbert_micro_batch(
-    batch_size: int, micro_batch_size: int | None, key: str = COLBERT_KEY
-) -> None:
-    """ColBERT's gradient accumulation runs ``batch_size / micro_batch_size`` equal pieces of a
-    step's batch (None: the batch in one piece); ``key`` is the settings entry."""
-    if micro_batch_size is None:
-        return
-    if micro_batch_size < 1 or batch_size % micro_batch_size:
-        raise ConfigError(
-            f"config: {key}.micro_batch_size: {micro_batch_size!r} does not divide batch_size "
-            f"{batch_size}; use a divisor of it, or leave it unset for one forward pass per step"
-        )
 
 
 def check_colbert_search_bounds(

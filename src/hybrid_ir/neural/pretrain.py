@@ -80,7 +80,7 @@ from hybrid_ir.errors import ConfigError, HybridIRError
 from hybrid_ir.formats import atomic_directory
 from hybrid_ir.neural.checkpoints import load_state, prune, save_state, step_directories
 from hybrid_ir.neural.devices import autocast, grad_scaler
-from hybrid_ir.neural.distributed import SINGLE, Ranks, check_divisible, launch
+from hybrid_ir.neural.distributed import SINGLE, Ranks, accumulation_steps, launch
 from hybrid_ir.neural.models import (
     add_math_tokens,
     backbone_path,
@@ -153,26 +153,6 @@ class PretrainSettings:
                 f"config: {SECTION}.pair_window: {self.pair_window}; a segment needs at least "
                 "one sentence"
             )
-
-
-def accumulation_steps(
-    batch_size: int, processes: int, micro_batch_size: int | None, key: str = SECTION
-) -> int:
-    """Micro-batches each of ``processes`` runs per step of a global batch of ``batch_size``
-    rows (1 without ``micro_batch_size``); ConfigError, naming ``key`` (the configuration
-    section that sets them), where the batch does not split evenly."""
-    check_divisible(batch_size, processes, f"{key}.batch_size")
-    share = batch_size // processes
-    if micro_batch_size is None:
-        return 1
-    if micro_batch_size < 1 or share % micro_batch_size:
-        divisors = [size for size in range(1, share + 1) if share % size == 0]
-        raise ConfigError(
-            f"config: {key}.micro_batch_size: {micro_batch_size} rows do not divide the "
-            f"{share} rows of each of {processes} training processes (batch_size "
-            f"{batch_size} / {processes}); use one of {divisors}"
-        )
-    return share // micro_batch_size
 
 
 def sentences(text: str) -> list[str]:
@@ -664,7 +644,9 @@ def pretrain(
     from hybrid_ir.neural.models import seed_everything
 
     seed_everything(settings.seed)
-    accumulation = accumulation_steps(settings.batch_size, ranks.world, settings.micro_batch_size)
+    accumulation = accumulation_steps(
+        settings.batch_size, ranks.world, settings.micro_batch_size, SECTION
+    )
     path = backbone_path(backbone)
     training = TrainingData(data)
     training.check(settings)
@@ -865,7 +847,7 @@ def pretrain_job(arguments: dict, device: str, processes: int, threads: int) -> 
     settings = settings_from_config(
         arguments["settings"], device=device, precision=arguments["precision"]
     )
-    accumulation_steps(settings.batch_size, processes, settings.micro_batch_size)
+    accumulation_steps(settings.batch_size, processes, settings.micro_batch_size, SECTION)
     corpora = [(path, fields) for path, fields in arguments["corpora"]]
     data = corpus_data(corpora, Path(arguments["workdir"]) / "data", settings)
     arguments = {**arguments, "data": str(data)}
