@@ -115,7 +115,7 @@ ASSUMPTIONS: dict[str, tuple[float, str]] = {
     "arqmath_answers": (1.4e6, "ARQMath collection, paper 000 section 4 (docs/scaling.md)"),
     "sentences_per_answer": (
         14,
-        "the issue: ~19M adjacent pairs at 1.4M answers (question "
+        "issue 27: ~19M adjacent pairs at 1.4M answers (question "
         "sentences counted once; the HTML sample's raw text gives 15.7)",
     ),
     "stackmathqa_pairs": (1e5, "StackMathQA 100k (configs/paper.yaml)"),
@@ -132,12 +132,12 @@ ASSUMPTIONS: dict[str, tuple[float, str]] = {
     ),
     "pretrain_useful_fraction": (
         420 / 512,
-        "the issue: median pair ~420 of max 512 pieces; a "
+        "issue 27: median pair ~420 of max 512 pieces; a "
         "micro-batch is padded to its longest pair (512 nearly always), "
         "so steps are timed at 512 and 420 is the useful share",
     ),
     "mlm_probability": (0.15, "masked share of the useful pieces (configuration)"),
-    "triplets": (6e5, "the issue: ~600k ARQMath triplets before 2018"),
+    "triplets": (6e5, "issue 27: ~600k ARQMath triplets before 2018"),
     "passage_tokens": (
         250,
         "mean word pieces of an answer (docs/scaling.md); encoding batches "
@@ -155,14 +155,14 @@ ASSUMPTIONS: dict[str, tuple[float, str]] = {
     "triplet_bytes": (
         6e3,
         "one triplet's three texts in memory: ~3 KB of text, x2 for "
-        "Python objects (the issue's figure, doubled)",
+        "Python objects (issue 27's figure, doubled)",
     ),
     "corpus_bytes": (4.83e9, "canonical ARQMath corpus at 1.4M answers (benchmarks/scale.py)"),
     "json_parse_bytes_per_s": (5e7, "reading the JSON Lines corpus (assumed)"),
     "pretrain_data_gib_per_rank": (
         2.0,
-        "memory-mapped pairs and sentences per rank (the brief's "
-        "assumption; benchmarks/pretrain_memory.py measures it)",
+        "memory-mapped pairs and sentences per rank (assumed, above the "
+        "~325 MB benchmarks/pretrain_memory.py measures)",
     ),
     "runtime_host_gib": (2.0, "torch, CUDA libraries and interpreter on the host (assumed)"),
     "cuda_context_gib": (1.0, "CUDA context, cuBLAS workspaces (assumed)"),
