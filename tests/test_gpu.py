@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
 
 import pytest
 import torch
-from test_colbert import documents, queries  # noqa: F401  (fixtures)
+from test_colbert import WORDS, queries  # noqa: F401  (fixture)
 from test_distributed import DPR_ENTRY, _arguments, files  # noqa: F401  (fixture)
 
 from hybrid_ir.neural.encoders import Job, encoder
@@ -25,6 +26,14 @@ COLBERT_ENTRY = {"steps": 4, "batch_size": 4, "micro_batch_size": 2, "lr": 1e-4,
                  "weight_decay": 0.01, "dim": 16, "query_maxlen": 16, "doc_maxlen": 64,
                  "nbits": 2, "seed": 5, "checkpoint_every": 2}  # fmt: skip
 DEPTH = 10
+
+
+@pytest.fixture(scope="module")
+def documents() -> dict[str, str]:
+    """Enough token vectors for colbert-ai's k-means (at least as many as its centroids) with
+    the pretrained tiny BERT's vocabulary, which splits these words into few pieces."""
+    rng = random.Random(11)
+    return {f"doc{i:02d}": " ".join(rng.choice(WORDS) for _ in range(40)) for i in range(60)}
 
 
 def _gpus() -> int:
@@ -48,7 +57,7 @@ def pretrained(files, tmp_path_factory) -> Path:  # noqa: F811
 def test_dpr_trains_indexes_searches_and_reranks_on_the_gpu(
     pretrained,
     files,  # noqa: F811
-    documents,  # noqa: F811
+    documents,
     queries,  # noqa: F811
     tmp_path,
 ):
@@ -77,7 +86,7 @@ def test_dpr_trains_indexes_searches_and_reranks_on_the_gpu(
 def test_colbert_trains_indexes_searches_and_reranks_on_the_gpu(
     pretrained,
     files,  # noqa: F811
-    documents,  # noqa: F811
+    documents,
     queries,  # noqa: F811
     tmp_path,
     extensions_dir,
