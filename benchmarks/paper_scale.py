@@ -891,11 +891,14 @@ def _rerank_job(
         # Q+A posts (title, question, answer), head-truncated: nearly all reach max_length.
         tokens, batch = entry.get("max_length", 512), entry.get("batch_size", 16)
         text = documents * assumption("post_bytes") * 1.3
+        read_whole = "the corpus's texts read whole"
     else:
         settings = math_config[kind]
         maximum = settings["passage_max_length"] if kind == "dpr" else settings["doc_maxlen"]
         tokens, batch = min(int(assumption("passage_tokens")), maximum), 32
-        text = documents * assumption("answer_bytes") * 1.3
+        # workflow/scripts/encoder_rerank.py keeps the candidates' texts only.
+        text = min(candidates, documents) * assumption("answer_bytes") * 1.3
+        read_whole = "the candidates' texts only (the corpus streamed past)"
     params = total_params(shape)
     read = assumption("corpus_bytes") / assumption("json_parse_bytes_per_s")
     return Job(
@@ -919,7 +922,7 @@ def _rerank_job(
         runtime_min=request["runtime"],
         mem_mb=request["mem_mb"],
         resumes=False,
-        notes=[f"{candidates:,.0f} candidates per topic set; the corpus's texts read whole"],
+        notes=[f"{candidates:,.0f} candidates per topic set; {read_whole}"],
     )
 
 
