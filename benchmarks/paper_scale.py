@@ -880,30 +880,22 @@ def _rerank_job(
     resources: dict,
     sixteen: bool,
 ) -> Job:
+    if rule_kind == "encoder_rerank":
+        return _encoder_rerank_job(config, kind, names, shape, resources, sixteen)
     math_config = config["math_models"]
-    rule = "encoder_rerank" if rule_kind == "encoder_rerank" else "mlm_rerank"
-    request = resources[rule]
+    request = resources["mlm_rerank"]
     entry = math_config["rerankers"][names[0].split("/")[0]]
     depth = entry.get("depth") or config["run_depth"]
     candidates = assumption("topics_per_set") * depth
     documents = assumption("arqmath_answers")
-    if rule == "mlm_rerank":
-        # Q+A posts (title, question, answer), head-truncated: nearly all reach max_length.
-        tokens, batch = entry.get("max_length", 512), entry.get("batch_size", 16)
-        text = documents * assumption("post_bytes") * 1.3
-        read_whole = "the corpus's texts read whole"
-    else:
-        settings = math_config[kind]
-        maximum = settings["passage_max_length"] if kind == "dpr" else settings["doc_maxlen"]
-        tokens, batch = min(int(assumption("passage_tokens")), maximum), 32
-        # workflow/scripts/encoder_rerank.py keeps the candidates' texts only.
-        text = min(candidates, documents) * assumption("answer_bytes") * 1.3
-        read_whole = "the candidates' texts only (the corpus streamed past)"
+    # Q+A posts (title, question, answer), head-truncated: nearly all reach max_length.
+    tokens, batch = entry.get("max_length", 512), entry.get("batch_size", 16)
+    text = documents * assumption("post_bytes") * 1.3
     params = total_params(shape)
     read = assumption("corpus_bytes") / assumption("json_parse_bytes_per_s")
     return Job(
-        label=_label(rule, kind if rule == "encoder_rerank" else "", names, shape),
-        rule=rule,
+        label=_label("mlm_rerank", "", names, shape),
+        rule="mlm_rerank",
         instances=names,
         shape=shape,
         gpus=request["gpu"],
@@ -922,7 +914,61 @@ def _rerank_job(
         runtime_min=request["runtime"],
         mem_mb=request["mem_mb"],
         resumes=False,
-        notes=[f"{candidates:,.0f} candidates per topic set; {read_whole}"],
+        notes=[f"{candidates:,.0f} candidates per topic set; the corpus's texts read whole"],
+    )
+
+
+def _encoder_rerank_job(
+    config: dict,
+    kind: str,
+    names: list[str],
+    shape: Shape,
+    resources: dict,
+    sixteen: bool,
+) -> Job:
+    """An encoder re-ranker reads its candidates' vectors from the model's index
+    (workflow/rules/math/retrieve.smk): it encodes the queries only. DPR reads one shard at a
+    time; ColBERT loads the index as search does, and decompresses the candidates' residuals."""
+    from hybrid_ir.neural.shards import SHARD_SIZE
+
+    math_config = config["math_models"]
+    request = resources["encoder_rerank"]
+    settings = math_config[kind]
+    topics = assumption("topics_per_set")
+    entry = math_config["rerankers"][names[0].split("/")[0]]
+    candidates = topics * (entry.get("depth") or config["run_depth"])
+    query = settings["query_max_length"] if kind == "dpr" else settings["query_maxlen"]
+    index = _index_bytes(config, kind, "arqmath", shape)
+    if kind == "dpr":
+        held = min(index, SHARD_SIZE * shape.hidden * 4) + candidates * shape.hidden * 4
+        note = "index read one shard at a time"
+    else:
+        held = index
+        note = f"index {index / GIB:.1f} GiB read and held"
+    params = total_params(shape)
+    return Job(
+        label=_label("encoder_rerank", kind, names, shape),
+        rule="encoder_rerank",
+        instances=names,
+        shape=shape,
+        gpus=request["gpu"],
+        ranks=1,
+        micro_batch=32,
+        accumulation=1,
+        steps=math.ceil(topics / 32),
+        step_flops=forward_flops(shape, 32, query),
+        useful_flops=forward_flops(shape, 32, query),
+        tokens_per_step=0.0,
+        extra_flops={},
+        extra_s=topics * assumption(f"{kind}_search_s_per_query")
+        + index / assumption("index_bytes_per_s"),
+        activations=layer_activation_bytes(shape, 32, query, sixteen),
+        gpu_fixed=4 * params + (index if kind == "colbert" else 0.0),
+        host_bytes=held + 4 * params + assumption("runtime_host_gib") * GIB,
+        runtime_min=request["runtime"],
+        mem_mb=request["mem_mb"],
+        resumes=False,
+        notes=[f"{candidates:,.0f} candidates per topic set, queries encoded only; {note}"],
     )
 
 

@@ -333,7 +333,8 @@ def test_a_released_hub_id_is_no_input_file(tmp_path):
 
 def test_rerankers_with_released_models_have_no_training_job(tmp_path):
     """An encoder re-ranker naming a released run, and paper 001's re-ranker with a local
-    checkpoint (PSU's RoBERTa, downloaded by the user), take their model as a job input."""
+    checkpoint (PSU's RoBERTa, downloaded by the user), take their model as a job input; the
+    encoder re-ranker reads the released model's index, built from that model too."""
     dpr, roberta = tmp_path / "authors-dpr", tmp_path / "arqmath-roberta"
     dpr.mkdir()
     roberta.mkdir()
@@ -348,8 +349,10 @@ def test_rerankers_with_released_models_have_no_training_job(tmp_path):
     result = _dry_run(tmp_path, layer, *targets)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     jobs = _jobs(result.stdout + result.stderr)
-    assert not {"finetune", "pretrain", "triplets", "encoder_index"} & set(jobs)
+    assert not {"finetune", "pretrain", "triplets"} & set(jobs)
     assert str(dpr) in jobs["encoder_rerank"][0].split(", ")
+    assert "results/indexes/arqmath/authors-dpr" in jobs["encoder_rerank"][0].split(", ")
+    assert str(dpr) in jobs["encoder_index"][0].split(", ")
     assert str(roberta) in jobs["mlm_rerank"][0].split(", ")
 
 
@@ -472,10 +475,17 @@ def test_pya0s_colbert_checkpoint_scores_as_pya0_scores_it(tmp_path, documents, 
     from transformers import AutoModel, AutoTokenizer
 
     model = _pya0_colbert(tmp_path / "colbert")
-    entry = _released_entry("colbert", str(model)) | {"math_tokens": "angle"}
+    # 8 bits of residual: re-ranking scores the index's token vectors, within 2% of pya0's.
+    entry = _released_entry("colbert", str(model)) | {"math_tokens": "angle", "nbits": 8}
     candidates = {topic: sorted(documents)[:6] for topic in QUERIES}
     job = Job(extensions_dir=extensions_dir)
-    run = encoder("colbert").rerank(model, candidates, documents, QUERIES, entry, job)
+    # Index and search load it too (colbert's metadata, absent here, only fills defaults).
+    index = tmp_path / "index"
+    encoder("colbert").index(model, documents, index, entry, job)
+    assert json.loads((index / "metadata.json").read_text())["config"]["dim"] == 128
+    searched = encoder("colbert").search(model, index, QUERIES, 50, entry, job)
+    assert all(set(docs) == set(documents) for docs in searched.values())
+    run = encoder("colbert").rerank(model, index, candidates, QUERIES, entry, job)
     bert = AutoModel.from_pretrained(model).eval()
     linear = torch.nn.Linear(bert.config.hidden_size, 128, bias=False)
     state = load_file(str(model / "model.safetensors"))  # as save_pretrained writes it
@@ -501,10 +511,5 @@ def test_pya0s_colbert_checkpoint_scores_as_pya0_scores_it(tmp_path, documents, 
         for doc, score in docs.items():
             document = vectors("[unused1] " + documents[doc])
             exact = (document @ query.T).max(0).values.sum().item()
-            assert score == pytest.approx(exact, rel=1e-4), (topic, doc)
-    # Index and search load it too (colbert's metadata, absent here, only fills defaults).
-    index = tmp_path / "index"
-    encoder("colbert").index(model, documents, index, entry, job)
-    assert json.loads((index / "metadata.json").read_text())["config"]["dim"] == 128
-    searched = encoder("colbert").search(model, index, QUERIES, 50, entry, job)
-    assert all(set(docs) == set(documents) for docs in searched.values())
+            assert score == pytest.approx(exact, rel=2e-2), (topic, doc)
+            assert score == pytest.approx(searched[topic][doc], rel=1e-6), (topic, doc)

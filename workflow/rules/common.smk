@@ -81,6 +81,12 @@ def code_version(script):
     return code_digest(Path(workflow.basedir) / "workflow" / "scripts" / f"{script}.py")
 
 
+# The longest chain of the DAG (pre-tokenization -> pretraining -> fine-tuning -> indexes ->
+# re-ranking, and Approach0's index, which every fusion waits for) goes first when jobs compete
+# for the cores, so that the short BM25 and evaluation jobs fill in instead of delaying it.
+CRITICAL_PATH = 10
+
+
 def rule_threads(rule):
     """A rule's threads from the `resources` section (the one place a job's size is set)."""
     return resolved_threads(config, rule)

@@ -12,6 +12,7 @@ rule structure_index:
         system=alternatives({name for runs in STRUCTURE.values() for name in runs}),
     conda:
         CONDA_ENV
+    priority: CRITICAL_PATH
     threads: rule_threads("structure_index")
     resources:
         **rule_resources("structure_index"),

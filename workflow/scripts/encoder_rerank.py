@@ -1,6 +1,6 @@
 """Snakemake adapter: paper 000's re-ranking of a base run's candidates by a DPR or ColBERT model
-(fine-tuned here or released), scored as that model's search scores, with no index of the
-collection."""
+(fine-tuned here or released), scored as that model's search scores them, from the vectors its
+index of the collection holds."""
 
 import logging
 from pathlib import Path
@@ -25,17 +25,11 @@ def main():
     candidates = top_candidates(
         read_run(snakemake.input.base, topics=queries), queries, spec["depth"]
     )
-    # Only the candidates' texts: at full scale the collection's would not fit the job.
-    wanted = {doc for docs in candidates.values() for doc in docs}
-    documents = topic_texts(
-        (record for record in read_records(snakemake.input.corpus) if record["id"] in wanted),
-        snakemake.params.doc_fields,
-        separator="\n",
-    )
     logging.info(
-        "%s re-ranking (model %s) of %s: %d of %d topics, %d candidates (depth %d)",
+        "%s re-ranking (model %s, index %s) of %s: %d of %d topics, %d candidates (depth %d)",
         spec["encoder"],
         snakemake.params.model,
+        snakemake.input.index,
         spec["base"],
         len(candidates),
         len(queries),
@@ -48,7 +42,12 @@ def main():
         extensions_dir=Path(snakemake.params.extensions),
     )
     run = encoder(spec["encoder"]).rerank(
-        Path(snakemake.params.model), candidates, documents, queries, settings, job
+        Path(snakemake.params.model),
+        Path(snakemake.input.index),
+        candidates,
+        queries,
+        settings,
+        job,
     )
     lines = write_run(run, snakemake.output.run, tag=snakemake.wildcards.system)
     logging.info("%d topics re-ranked, %d lines", len(run), lines)

@@ -51,14 +51,15 @@ re-ranking (colbert's inference checkpoint would always ask for CUDA fp16); fp32
 autocast. On CUDA colbert keeps document vectors and the index in fp16 whatever the precision.
 Its residual codec then JIT-compiles CUDA kernels (bit packing and residual decompression have
 no torch path on the GPU: the torch decompression in ``residual.py`` is the CPU branch), so
-indexing and search first check for an ``nvcc`` matching torch's CUDA (training and
-re-ranking compile nothing on the GPU). The CUDA paths are written from colbert-ai's source and
-have not been run here; the tests cover what the CPU can: the CPU forced where colbert would
-take the GPU, the toolkit check, and the globals a CUDA call sets.
+indexing, search and re-ranking (which reads the index) first check for an ``nvcc`` matching
+torch's CUDA (training compiles nothing on the GPU). The CUDA paths are written from
+colbert-ai's source and have not been run here; the tests cover what the CPU can: the CPU
+forced where colbert would take the GPU, the toolkit check, and the globals a CUDA call sets.
 
-Re-ranking (paper 000, §3.4) scores a first-stage run's candidates without an index: the
-checkpoint's own encoders (``queryFromText``, ``docFromText``) and the MaxSim kernel that search
-scores its final candidates with (``colbert_score_packed``), on uncompressed token vectors.
+Re-ranking (paper 000, §3.4) scores a first-stage run's candidates from the index search
+reads: search's query encoding, the candidates' token vectors decompressed from the index's
+residuals, and the MaxSim that search scores its final candidates with, so the collection is
+encoded once (by the index) and search and re-ranking agree on every document both score.
 
 Compatibility shims, installed when this module is imported (see :func:`_install_shims`):
 
@@ -120,14 +121,13 @@ from colbert.infra.config import base_config
 from colbert.infra.config.settings import RunSettings
 from colbert.modeling import base_colbert, hf_colbert
 from colbert.modeling import checkpoint as colbert_checkpoint
-from colbert.modeling.checkpoint import Checkpoint
-from colbert.modeling.colbert import ColBERT, colbert_score_packed
+from colbert.modeling.colbert import ColBERT
 from colbert.modeling.tokenization import DocTokenizer, QueryTokenizer, tensorize_triples
 from colbert.utils.amp import MixedPrecisionManager
 from tqdm import tqdm
 
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.neural.candidates import unique_candidates
+from hybrid_ir.neural.candidates import check_query_texts, index_rows
 from hybrid_ir.neural.checkpoints import (
     load_state,
     prune,
@@ -164,12 +164,6 @@ SEARCH_DOCS_FLOOR = 4096
 filter, a quarter of them are scored with full (decompressed) embeddings."""
 CHECKPOINT_EVERY = 1000
 """Training steps between two checkpoints under a workdir (the last two are kept)."""
-MIN_PACK_ROWS = 256
-"""Token vectors a re-ranking MaxSim product is padded to (with a document of zero vectors,
-whose score is dropped). MKL computes a product of a few rows otherwise than a long one, to
-the last bits of some rows (128 dimensions, 512 query tokens: up to 11 rows with 2 threads,
-27 with 16, 121 with 64), so without it a topic's documents scored a chunk at a time would not
-get the scores of its whole candidate list scored at once."""
 
 
 def _post_init_compatible(factory):
@@ -807,21 +801,17 @@ def search_colbert(
     k > 100, ``max(4 k, 4096)``). A collection smaller than ``k`` gives every document it
     passes.
 
-    Queries are encoded with ``query_maxlen`` tokens as :func:`rerank_colbert` encodes them, not
-    with the checkpoint's own setting: a released checkpoint without colbert's metadata would
-    otherwise be searched with 32-token queries, and search and re-ranking would disagree.
+    Queries are encoded with ``query_maxlen`` tokens, not with the checkpoint's own setting: a
+    released checkpoint without colbert's metadata would otherwise be searched with 32-token
+    queries, and search and re-ranking (:func:`rerank_colbert`) would disagree.
     """
     if k < 1:
         raise ConfigError(f"ColBERT search depth k must be >= 1, got {k!r}")
     check_colbert_search_bounds(ncells, ndocs)
-    if torch.device(device).type == "cuda":
-        _check_cuda_toolkit()
+    _ready(device, extensions_dir)
     if not queries:
         return {}
-    _use_extensions_dir(extensions_dir)
-    index_dir = Path(index_dir)
-    doc_ids = json.loads((index_dir / DOC_IDS_FILE).read_text(encoding="utf-8"))
-    metadata = json.loads((index_dir / "metadata.json").read_text(encoding="utf-8"))
+    metadata = json.loads((Path(index_dir) / "metadata.json").read_text(encoding="utf-8"))
     cells = int(metadata["num_partitions"])
     passed = max(4 * k, SEARCH_DOCS_FLOOR) if ndocs is None else ndocs
     if passed // 4 < k:
@@ -841,6 +831,39 @@ def search_colbert(
         doc_maxlen=doc_maxlen,
     )
     run: RunDict = {}
+    opened = _opened_index(checkpoint, index_dir, config, extensions_dir, device, precision)
+    with opened as (searcher, doc_ids):
+        # Encoding all queries in one batch (as colbert's search_all does) beats one by one.
+        encoded = searcher.encode(list(queries.values()))
+        progress = tqdm(queries, desc="ColBERT search", mininterval=5)
+        for position, query_id in enumerate(progress):
+            pids, _, scores = searcher.dense_search(encoded[position : position + 1], k=k)
+            run[query_id] = {
+                doc_ids[pid]: float(score) for pid, score in zip(pids, scores, strict=True)
+            }
+    return canonicalize(run)
+
+
+def _ready(device: str, extensions_dir: Path | None) -> None:
+    """What reading an index needs first: on CUDA a matching nvcc, and the extensions' home."""
+    if torch.device(device).type == "cuda":
+        _check_cuda_toolkit()
+    _use_extensions_dir(extensions_dir)
+
+
+@contextlib.contextmanager
+def _opened_index(
+    checkpoint: Path,
+    index_dir: Path,
+    config: ColBERTConfig,
+    extensions_dir: Path | None,
+    device: str,
+    precision: str,
+) -> Iterator[tuple[Searcher, list[str]]]:
+    """colbert's searcher of an index built by :func:`index_colbert`, and its doc ids by pid
+    (after :func:`_ready`)."""
+    index_dir = Path(index_dir)
+    doc_ids = json.loads((index_dir / DOC_IDS_FILE).read_text(encoding="utf-8"))
     with _colbert_chatter_to_stderr(), _on_device(device, precision):
         with Run().context(_one_process_run(device)):
             searcher = Searcher(
@@ -850,21 +873,13 @@ def search_colbert(
                 config=config,
                 verbose=1,
             )
-            # Encoding all queries in one batch (as colbert's search_all does) beats one by one.
-            encoded = searcher.encode(list(queries.values()))
-            progress = tqdm(queries, desc="ColBERT search", mininterval=5)
-            for position, query_id in enumerate(progress):
-                pids, _, scores = searcher.dense_search(encoded[position : position + 1], k=k)
-                run[query_id] = {
-                    doc_ids[pid]: float(score) for pid, score in zip(pids, scores, strict=True)
-                }
-    return canonicalize(run)
+            yield searcher, doc_ids
 
 
 def rerank_colbert(
     checkpoint: Path,
+    index_dir: Path,
     candidates: Mapping[str, Sequence[str]],
-    documents: Mapping[str, str],
     queries: Mapping[str, str],
     *,
     query_maxlen: int,
@@ -873,71 +888,40 @@ def rerank_colbert(
     device: str = "cpu",
     precision: str = "fp32",
 ) -> RunDict:
-    """Score each topic's candidate documents (``topic -> doc ids``) by ColBERT's late
-    interaction, as :func:`search_colbert` scores the documents it returns: query vectors
-    (``query_maxlen`` tokens, ``[MASK]``-augmented) against each document's token vectors
-    (``doc_maxlen``, punctuation dropped), maximum per query token (floored at 0, as in
-    colbert's CPU kernel, which both use), summed. Search reads the token vectors back from
-    the index's residual compression (``nbits``); here they are the encoder's own, so the two
-    scores agree up to that compression.
+    """Score each topic's candidate documents (``topic -> doc ids``) as :func:`search_colbert`
+    scores the documents it returns, from the index that search reads: the queries encoded as
+    search encodes them (all of ``queries`` in one batch), each candidate's token vectors
+    decompressed from the index's residuals (``nbits``), and colbert's MaxSim (the best
+    document token per query token, floored at 0 by colbert's CPU kernel, summed). Only
+    PLAID's candidate generation is left out, so a document both return gets the same score,
+    and the collection is encoded once, by the index.
 
-    Memory holds the query vectors and one chunk of documents: the candidates are encoded once,
-    in doc id order, a chunk of colbert's indexing batch size at a time, and each chunk is
-    scored against every topic that lists its documents before the next is encoded. Topics keep
-    the order of ``candidates``; each topic's documents come in canonical run order (score
-    descending).
+    Topics keep the order of ``candidates``; each topic's documents come in canonical run order
+    (score descending). A topic without query text, or a candidate the index does not hold, is
+    an error naming it.
     """
-    unique = unique_candidates(candidates, documents, queries)
+    check_query_texts(candidates, queries)
+    _ready(device, extensions_dir)
     run: RunDict = {topic: {} for topic in candidates}
-    if not unique:
+    if not any(candidates.values()):
         return run
-    listing: dict[str, list[str]] = {}
-    for topic, docs in candidates.items():
-        for doc in dict.fromkeys(docs):
-            listing.setdefault(doc, []).append(topic)
-    _use_extensions_dir(extensions_dir)
-    path = _checkpoint(checkpoint)
-    with _colbert_chatter_to_stderr(), _on_device(device, precision):
-        with Run().context(_one_process_run(device)):
-            # A checkpoint without colbert's metadata (pya0's released ColBERT) leaves the
-            # config's checkpoint unset, and the tokenizers would load from the hub id "None".
-            config = ColBERTConfig.from_existing(
-                ColBERTConfig.load_from_checkpoint(path),
-                ColBERTConfig(checkpoint=path, query_maxlen=query_maxlen, doc_maxlen=doc_maxlen),
-                Run().config,
+    config = ColBERTConfig(query_maxlen=query_maxlen, doc_maxlen=doc_maxlen)
+    opened = _opened_index(checkpoint, index_dir, config, extensions_dir, device, precision)
+    with opened as (searcher, doc_ids):
+        pids = index_rows(doc_ids, candidates, index_dir)
+        encoded = searcher.encode(list(queries.values()))
+        position = {topic: row for row, topic in enumerate(queries)}
+        for topic, listed in tqdm(candidates.items(), desc="ColBERT re-rank", mininterval=5):
+            docs = sorted(
+                set(listed)
+            )  # id order: the order candidates are listed in changes nothing
+            if not docs:
+                continue
+            row = position[topic]
+            found, _, scores = searcher.dense_search(
+                encoded[row : row + 1], k=len(docs), pids=[pids[doc] for doc in docs]
             )
-            model = Checkpoint(path, colbert_config=config, verbose=0)
-            topic_ids = sorted(candidates)  # encoded in id order: topic order changes no number
-            texts = [queries[topic] for topic in topic_ids]
-            # As colbert's Searcher.encode: one batch, unless there are more than 128 queries.
-            bsize = 128 if len(texts) > 128 else None
-            encoded = model.queryFromText(texts, bsize=bsize, to_cpu=True)
-            query_vectors = dict(zip(topic_ids, encoded.split(1), strict=True))
-            size = config.index_bsize
-            chunks = range(0, len(unique), size)
-            for start in tqdm(chunks, desc="ColBERT re-rank: documents", mininterval=5):
-                chunk = unique[start : start + size]
-                vectors, lengths = model.docFromText(
-                    [documents[doc] for doc in chunk], bsize=size, keep_dims="flatten"
-                )
-                per_document = dict(zip(chunk, vectors.float().split(lengths), strict=True))
-                by_topic: dict[str, list[str]] = {}
-                for doc in chunk:
-                    for topic in listing[doc]:
-                        by_topic.setdefault(topic, []).append(doc)
-                for topic, docs in by_topic.items():
-                    vectors_of = [per_document[doc] for doc in docs]
-                    scores = _maxsim(query_vectors[topic], vectors_of, config)
-                    run[topic].update(zip(docs, scores, strict=True))
+            run[topic] = {
+                doc_ids[pid]: float(score) for pid, score in zip(found, scores, strict=True)
+            }
     return canonicalize(run)
-
-
-def _maxsim(query: torch.Tensor, documents: list[torch.Tensor], config) -> list[float]:
-    """The documents' scores, packed end to end as colbert packs an index's vectors, and padded
-    to :data:`MIN_PACK_ROWS` with a document of zero vectors, whose score is dropped."""
-    sizes = [len(vectors) for vectors in documents]
-    short = MIN_PACK_ROWS - sum(sizes)
-    padding = [documents[0].new_zeros(short, documents[0].shape[1])] if short > 0 else []
-    packed = torch.cat([*documents, *padding]).contiguous()
-    lengths = torch.tensor(sizes + [short] * bool(padding), dtype=torch.int64)
-    return colbert_score_packed(query, packed, lengths, config)[: len(documents)].tolist()

@@ -51,7 +51,7 @@ encoded from a stream of the corpus with memory bounded by one window and one sh
 (:mod:`hybrid_ir.neural.shards`); search is top-k per query, shard by shard, merged exactly.
 
 Re-ranking (paper 000, §3.4): a first-stage run's candidates scored as search scores them,
-without an index of the collection.
+their passage vectors read back from the index.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ import numpy as np
 
 from hybrid_ir.errors import ConfigError, HybridIRError, InputFormatError
 from hybrid_ir.formats import atomic_directory
-from hybrid_ir.neural.candidates import unique_candidates
+from hybrid_ir.neural.candidates import check_query_texts, index_rows
 from hybrid_ir.neural.checkpoints import (
     KEEP,
     load_state,
@@ -671,44 +671,60 @@ def _top_with_ties(index, vectors: np.ndarray, k: int) -> list[tuple[np.ndarray,
 
 def rerank_dpr(
     model: Path,
+    index_dir: Path,
     candidates: Mapping[str, Sequence[str]],
-    documents: Mapping[str, str],
     queries: Mapping[str, str],
     query_max_length: int,
-    passage_max_length: int,
-    batch_size: int = 32,
-    device: str = "cpu",
     pooling: Pooling = "cls",
+    *,
+    device: str = "cpu",
     precision: str = "fp32",
 ) -> Run:
     """Score each topic's candidate documents (``topic -> doc ids``) as :func:`search_dpr`
-    ranks an index built by :func:`index_dpr`: the dot product of [CLS] vectors, passages cut
-    at ``passage_max_length`` and queries at ``query_max_length``. Each candidate is encoded
-    once, however many topics list it. Topics keep the order of ``candidates``; each topic's
-    documents come in canonical run order (score descending).
+    scores them: the queries encoded as search encodes them (all of ``queries``), each
+    candidate's passage vector read back from the index :func:`index_dpr` built (a flat index
+    stores the vectors themselves), and the dot product. The collection is thus encoded once,
+    by the index, and a document search also returns gets its search score (up to the float
+    rounding of faiss's product against numpy's).
+
+    Topics keep the order of ``candidates``; each topic's documents come in canonical run order
+    (score descending). A topic without query text, or a candidate the index does not hold, is
+    an error naming it.
     """
-    unique = unique_candidates(candidates, documents, queries)
-    if not unique:
+    check_query_texts(candidates, queries)
+    if not any(candidates.values()):
         return {topic: {} for topic in candidates}
-    passages = Encoder(
-        model,
-        pooling=pooling,
-        max_length=passage_max_length,
-        batch_size=batch_size,
-        device=device,
-        precision=precision,
-    )
-    encoded = passages.encode([documents[doc] for doc in unique], progress=True)
-    rows = {doc: row for row, doc in enumerate(unique)}
-    topic_ids = sorted(candidates)  # encoded in id order, so topic order changes no number
-    query_encoder = Encoder(
+    encoder = Encoder(
         model, pooling=pooling, max_length=query_max_length, device=device, precision=precision
     )
-    vectors = query_encoder.encode([queries[topic] for topic in topic_ids])
-    query_vectors = dict(zip(topic_ids, vectors, strict=True))
+    topic_ids = list(queries)
+    vectors = dict(zip(topic_ids, encoder.encode([queries[t] for t in topic_ids]), strict=True))
+    passages = stored_vectors(index_dir, candidates)
     run: Run = {}
     for topic, listed in candidates.items():
         docs = sorted(set(listed))  # id order: the order candidates are listed in changes nothing
-        scores = encoded[[rows[doc] for doc in docs]] @ query_vectors[topic]
+        scores = np.stack([passages[doc] for doc in docs]) @ vectors[topic] if docs else []
         run[topic] = dict(zip(docs, map(float, scores), strict=True))
     return canonicalize(run)
+
+
+def stored_vectors(index_dir: Path, candidates: Mapping[str, Sequence[str]]) -> dict:
+    """Each candidate's passage vector, read from the index's shards one shard at a time."""
+    import faiss
+
+    shards = list(read_shards(index_dir, INDEX_SUFFIX))
+    index_rows([doc for shard in shards for doc in shard.ids], candidates, index_dir)
+    wanted = {doc for docs in candidates.values() for doc in docs}
+    vectors = {}
+    for shard in shards:
+        rows = [row for row, doc in enumerate(shard.ids) if doc in wanted]
+        if not rows:
+            continue
+        index = faiss.read_index(str(shard.path))
+        if index.ntotal != len(shard.ids):
+            raise InputFormatError(
+                shard.path, None, f"{index.ntotal} vectors for {len(shard.ids)} doc ids"
+            )
+        stored = index.reconstruct_n(0, index.ntotal)
+        vectors |= {shard.ids[row]: stored[row] for row in rows}
+    return vectors

@@ -1,6 +1,6 @@
 """The trained encoders, one registry entry each: how the workflow trains a model, indexes a
 collection with it and searches that index, and how it re-scores another run's candidates
-without an index (paper 000, §3.4), from the encoder's configuration entry.
+from that index (paper 000, §3.4), from the encoder's configuration entry.
 
 The rules and scripts only name an encoder (``dpr``, ``colbert``); adding one is an entry here
 and its settings in the configuration. Heavy libraries are imported when an entry is used.
@@ -82,9 +82,10 @@ class EncoderKind:
     train: Callable[[str, Path, Path, Settings, Job], dict]
     index: Callable[[Path, Passages, Path, Settings, Job], dict]
     search: Callable[[Path, Path, Mapping[str, str], int, Settings, Job], Run]
-    rerank: Callable[[Path, Candidates, Mapping[str, str], Mapping[str, str], Settings, Job], Run]
-    """Every candidate scored as ``search`` scores it (model, candidates, documents, queries):
-    the same texts, lengths and similarity; a candidate without text is an error."""
+    rerank: Callable[[Path, Path, Candidates, Mapping[str, str], Settings, Job], Run]
+    """Every candidate scored as ``search`` scores it (model, index, candidates, queries): the
+    candidates' vectors read from the index ``search`` reads, so that a collection is encoded
+    once per model; a candidate the index does not hold is an error."""
 
 
 def _train_dpr(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
@@ -158,8 +159,8 @@ def _search_dpr(
 
 def _rerank_dpr(
     model: Path,
+    index: Path,
     candidates: Candidates,
-    documents: Mapping[str, str],
     queries: Mapping[str, str],
     entry: Settings,
     job: Job,
@@ -168,14 +169,12 @@ def _rerank_dpr(
 
     return rerank_dpr(
         model,
+        index,
         candidates,
-        model_texts(documents, entry),
         model_texts(queries, entry),
-        query_max_length=entry["query_max_length"],
-        passage_max_length=entry["passage_max_length"],
-        batch_size=entry["encode_batch_size"],
-        device=job.device,
+        entry["query_max_length"],
         pooling=entry.get("pooling", "cls"),
+        device=job.device,
         precision=job.precision,
     )
 
@@ -269,8 +268,8 @@ def _search_colbert(
 
 def _rerank_colbert(
     model: Path,
+    index: Path,
     candidates: Candidates,
-    documents: Mapping[str, str],
     queries: Mapping[str, str],
     entry: Settings,
     job: Job,
@@ -279,8 +278,8 @@ def _rerank_colbert(
 
     return rerank_colbert(
         model,
+        index,
         candidates,
-        model_texts(documents, entry),
         model_texts(queries, entry),
         query_maxlen=entry["query_maxlen"],
         doc_maxlen=entry["doc_maxlen"],

@@ -20,6 +20,7 @@ rule triplets:
         counts=paths.model_file("triplets.counts.json"),
     log:
         paths.log("models", "triplets"),
+    priority: CRITICAL_PATH
     conda:
         MATH_CONDA_ENV
     threads: rule_threads("triplets")
@@ -44,6 +45,7 @@ rule finetune:
         paths.log("models", "{encoder}-{backbone}"),
     benchmark:
         paths.benchmark("models", "{encoder}-{backbone}")
+    priority: CRITICAL_PATH
     conda:
         MATH_CONDA_ENV
     threads: rule_threads("finetune")

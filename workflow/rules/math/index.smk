@@ -18,6 +18,7 @@ rule encoder_index:
         paths.benchmark("index", "{collection}/{system}")
     wildcard_constraints:
         system=alternatives(MODELS.encoder_runs),
+    priority: CRITICAL_PATH
     conda:
         MATH_CONDA_ENV
     threads: rule_threads("encoder_index")

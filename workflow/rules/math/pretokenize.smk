@@ -13,6 +13,7 @@ for _name in MATH["pretokenize"]:
             paths.log("pretok", _name),
         benchmark:
             paths.benchmark("pretok", _name)
+        priority: CRITICAL_PATH
         conda:
             MATH_CONDA_ENV
         threads: rule_threads(f"pretokenize_{_name}")

@@ -8,6 +8,7 @@ rule math_vocabulary:
         paths.model_file("math_vocabulary.tsv"),
     log:
         paths.log("models", "math_vocabulary"),
+    priority: CRITICAL_PATH
     conda:
         MATH_CONDA_ENV
     threads: rule_threads("math_vocabulary")
@@ -38,6 +39,7 @@ rule pretrain:
         paths.log("models", "pretrain-{backbone}"),
     benchmark:
         paths.benchmark("models", "pretrain-{backbone}")
+    priority: CRITICAL_PATH
     conda:
         MATH_CONDA_ENV
     threads: rule_threads("pretrain")

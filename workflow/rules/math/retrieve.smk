@@ -72,8 +72,9 @@ rule mlm_rerank:
 rule encoder_rerank:
     input:
         unpack(lambda w: MODELS.encoder_input(MODELS.reranking_encoder(w.system))),
+        # The candidates' vectors: the collection is encoded once per model, by its index.
+        index=lambda w: paths.index(w.collection, MODELS.reranking_encoder(w.system)),
         base=lambda w: run_path(w.collection, w.topics, MATH_RUNS[w.system]["base"]),
-        corpus=lambda w: paths.pretok(w.collection, "corpus"),
         topics=lambda w: paths.pretok(w.collection, f"topics/{w.topics}"),
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
@@ -93,7 +94,6 @@ rule encoder_rerank:
         reranker=lambda w: MATH_RUNS[w.system],
         model=lambda w: MODELS.encoder_model(MODELS.reranking_encoder(w.system)),
         settings=lambda w: MODELS.encoder_settings(MODELS.reranking_encoder(w.system)),
-        doc_fields=MATH["doc_fields"],
         query_fields=MATH["query_fields"],
         extensions=".cache/torch_extensions",
         device=MATH["device"],
