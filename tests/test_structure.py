@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -154,8 +158,7 @@ def test_keyword_file_topic_wins_over_the_built_query():
 # The engine ------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def tiny_index(tmp_path_factory):
+def tiny_documents() -> list[tuple[str, str]]:
     """Three documents: one with x^2+y^2=z^2's structure under other symbols, one unrelated
     formula, one with an unparsable formula."""
     terms = Terms("porter")
@@ -165,9 +168,13 @@ def tiny_index(tmp_path_factory):
         {"id": "20", "text": "An integral $\\int_0^1 f(t)\\,dt$ of a function."},
         {"id": "30", "text": "Broken $\\frac{$ formula and prime numbers."},
     ]
-    documents = [(r["id"], template.render(r, terms, "corpus")) for r in records]
+    return [(r["id"], template.render(r, terms, "corpus")) for r in records]
+
+
+@pytest.fixture(scope="module")
+def tiny_index(tmp_path_factory):
     index = tmp_path_factory.mktemp("a0") / "index"
-    stats = approach0.build_index(documents, index, max_unparsed_rate=0.5, where="corpus")
+    stats = approach0.build_index(tiny_documents(), index, max_unparsed_rate=0.5, where="corpus")
     return index, stats
 
 
@@ -229,6 +236,170 @@ def test_half_written_index_is_refused_and_rebuilt(tiny_index, tmp_path):
     approach0.build_index([("1", "prime [imath]x[/imath]")], broken, 0.5, "corpus")
     assert approach0.index_is_complete(broken)
     assert (broken / "metadata.bin").stat().st_size > 0  # the new index's, not the stub
+
+
+def index_files(index: Path) -> dict[str, bytes]:
+    """Every file of an index by its path inside it; the marker is left out (it holds the
+    build's seconds)."""
+    return {
+        str(path.relative_to(index)): path.read_bytes()
+        for path in sorted(index.rglob("*"))
+        if path.is_file() and path.name != approach0.MARKER
+    }
+
+
+def test_index_is_built_in_the_scratch_directory_and_renamed_into_place(tmp_path, monkeypatch):
+    scratch, final = tmp_path / "s", tmp_path / "results" / "index"
+    pya0 = approach0._engine()
+    opened, real_open = [], pya0.index_open
+
+    def recording_open(path, *args, **kwargs):
+        opened.append(Path(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(pya0, "index_open", recording_open)
+    stats = approach0.build_index(tiny_documents(), final, 0.5, "corpus", scratch=scratch)
+    (built,) = opened
+    assert built.parent.parent == scratch and not built.exists()  # built there, moved away
+    assert approach0.index_is_complete(final)
+    assert stats["index_files"] == len(index_files(final)) > 0
+    assert list(scratch.iterdir()) == []  # the temporary directory is gone
+    assert [path.name for path in final.parent.iterdir()] == ["index"]  # no staging name left
+
+
+BUILD_IN_ITS_OWN_PROCESS = """
+import errno, json, os, shutil, sys
+from pathlib import Path
+from hybrid_ir import approach0
+index, scratch, cross_device = sys.argv[1], Path(sys.argv[2]), sys.argv[3] == "yes"
+copies = []
+if cross_device:  # as from /dev/shm to a disk
+    real_rename, real_copytree = os.rename, shutil.copytree
+    def rename(source, destination, *args, **kwargs):
+        if Path(source).is_relative_to(scratch):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real_rename(source, destination, *args, **kwargs)
+    def copytree(source, destination, *args, **kwargs):
+        copies.append(str(destination))
+        return real_copytree(source, destination, *args, **kwargs)
+    os.rename, shutil.copytree = rename, copytree
+documents = [tuple(document) for document in json.load(sys.stdin)]
+stats = approach0.build_index(documents, index, 0.5, "corpus", scratch=scratch)
+print(json.dumps({"stats": stats, "copies": copies}))
+"""
+
+
+def build_in_its_own_process(index: Path, scratch: Path, cross_device: bool = False) -> dict:
+    """The tiny index built by a new process, as each workflow job builds its index: the
+    engine's term index pads its blocks with whatever its heap held, the same for the first
+    build of a process but not for a second one in the same process."""
+    done = subprocess.run(
+        [sys.executable, "-c", BUILD_IN_ITS_OWN_PROCESS, str(index), str(scratch),
+         "yes" if cross_device else "no"],
+        input=json.dumps(tiny_documents()),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_index_is_the_same_renamed_copied_from_another_file_system_or_built_in_place(
+    tmp_path,
+):
+    scratch = tmp_path / "s"
+    renamed = tmp_path / "renamed" / "index"
+    assert build_in_its_own_process(renamed, scratch)["copies"] == []
+    copied = tmp_path / "copied" / "index"
+    built = build_in_its_own_process(copied, scratch, cross_device=True)
+    # Copied into a staging name beside the index, then renamed.
+    assert Path(built["copies"][0]) == copied.with_name(".index.tmp")
+    # A scratch path too long for the engine: built in the staging directory, as before.
+    in_place = tmp_path / "in-place" / "index"
+    build_in_its_own_process(in_place, tmp_path / ("long-" * 20))
+    for index in (renamed, copied, in_place):
+        assert approach0.index_is_complete(index)
+        assert [path.name for path in index.parent.iterdir()] == ["index"]
+    assert index_files(copied) == index_files(renamed) == index_files(in_place) != {}
+    assert built["stats"]["index_files"] == len(index_files(copied))
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_failed_build_leaves_neither_an_index_nor_its_temporary_files(tmp_path, monkeypatch):
+    scratch, final = tmp_path / "s", tmp_path / "results" / "index"
+    # The engine's files are refused: too many unparsed formulas.
+    documents = [("1", "[imath]\\\\frac{[/imath] and [imath]x[/imath]")]
+    with pytest.raises(InputFormatError, match="above the configured limit"):
+        approach0.build_index(documents, final, 0.1, "corpus", scratch=scratch)
+    assert list(scratch.iterdir()) == [] and list(final.parent.iterdir()) == []
+    # The copy from another file system fails halfway (a full disk).
+    copied = []
+
+    def copy_until_full(source, destination, **kwargs):
+        if len(copied) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        copied.append(destination)
+        return shutil.copy2(source, destination, **kwargs)
+
+    real_rename = os.rename
+
+    def cross_device(source, destination, *args, **kwargs):
+        if Path(source).is_relative_to(scratch):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real_rename(source, destination, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rename", cross_device)
+    real_move = shutil.move
+    monkeypatch.setattr(
+        approach0.shutil,
+        "move",
+        lambda source, destination: real_move(source, destination, copy_function=copy_until_full),
+    )
+    with pytest.raises(OSError, match="No space left"):
+        approach0.build_index(tiny_documents(), final, 0.5, "corpus", scratch=scratch)
+    assert len(copied) == 3  # the copy had begun
+    assert list(scratch.iterdir()) == [] and list(final.parent.iterdir()) == []
+
+
+def test_a_build_killed_earlier_leaves_nothing_in_the_scratch_directory_once_rebuilt(tmp_path):
+    scratch, final = tmp_path / "s", tmp_path / "results" / "index"
+    # What SIGKILL leaves: a half-built index under the build's own name, a half-copied staging.
+    approach0.build_index(tiny_documents(), final, 0.5, "corpus", scratch=scratch)
+    building = approach0._scratch_directory(final, scratch)
+    assert building is not None
+    (building / "index").mkdir()
+    (building / "index" / "metadata.bin").write_bytes(b"")
+    final.with_name(".index.tmp").mkdir()
+    approach0.build_index(tiny_documents(), final, 0.5, "corpus", scratch=scratch)
+    assert list(scratch.iterdir()) == []
+    assert [path.name for path in final.parent.iterdir()] == ["index"]
+
+
+def test_a_scratch_path_too_long_for_the_engine_builds_the_index_beside_it(tmp_path):
+    # pya0 aborts the process on an index path over 104 bytes (lemur's file name limit).
+    scratch = tmp_path / ("long-" * 20)
+    final = tmp_path / "results" / "index"
+    approach0.build_index(tiny_documents(), final, 0.5, "corpus", scratch=scratch)
+    assert approach0.index_is_complete(final)
+    assert not scratch.exists()
+    assert [path.name for path in final.parent.iterdir()] == ["index"]
+
+
+def test_the_configured_scratch_is_used_only_where_it_has_room(tmp_path, monkeypatch):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_bytes(b"x" * 1000)
+    ram, tmpdir = tmp_path / "ram", tmp_path / "tmpdir"
+    ram.mkdir()
+    assert approach0.index_scratch(ram, corpus, tmpdir) == ram
+    assert approach0.index_scratch(None, corpus, tmpdir) == tmpdir
+    assert approach0.index_scratch(tmp_path / "missing", corpus, tmpdir) == tmpdir
+    needed = approach0.SCRATCH_ROOM * 1000
+    for free, chosen in ((needed, ram), (needed - 1, tmpdir)):
+        usage = SimpleNamespace(total=10 * needed, used=10 * needed - free, free=free)
+        monkeypatch.setattr(approach0.shutil, "disk_usage", lambda path, usage=usage: usage)
+        assert approach0.index_scratch(ram, corpus, tmpdir) == chosen
 
 
 def test_engine_crash_fails_one_topic_and_the_next_worker_goes_on(tiny_index, monkeypatch):

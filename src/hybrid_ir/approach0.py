@@ -12,13 +12,15 @@ Each document is added with its id as ``url``, which hits report (0.3.7 leaves `
 empty in hits). The engine's math weight and BM25 k1/b are compiled in: nothing here can set
 them. Its scores have 3 decimals, so ties are common; they are broken as trec_eval does
 (:func:`hybrid_ir.runs.canonicalize`). An index is a directory of many small files (one per
-formula path); a marker file written last tells a complete index from a half-written one,
-which is never searched.
+formula path), so it is built in a temporary directory (RAM or a node's local disk where
+configured) and moved into place when complete; a marker file written last tells a complete
+index from a half-written one, which is never searched.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -32,12 +34,19 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from hybrid_ir.errors import HybridIRError, InputFormatError
-from hybrid_ir.formats import read_records
+from hybrid_ir.formats import atomic_directory, read_records
 from hybrid_ir.runs import Run, add_entry, canonicalize
 from hybrid_ir.structure import DocumentTemplate, Terms, formulas_in
 
 MARKER = "index-complete.json"
 _EXAMPLE_CHARS = 80
+# Free bytes asked of a preferred scratch directory per corpus byte (index_scratch): the ARQMath
+# sample's index took 72 per corpus byte on tmpfs (721 MB for a 10 MB corpus: a 4 KiB page for
+# each of its 171,498 files).
+SCRATCH_ROOM = 100
+# pya0's term index (lemur) refuses file names over 128 bytes, and aborts the process: the
+# longest it makes is the index's path + "/term/collection/storage".
+ENGINE_PATH_LIMIT = 104
 
 
 def _engine():
@@ -69,12 +78,45 @@ def index_is_complete(index_dir: str | Path) -> bool:
     return (Path(index_dir) / MARKER).is_file()
 
 
+def index_scratch(
+    preferred: str | Path | None, corpus: str | Path, fallback: str | Path | None
+) -> str | Path | None:
+    """Where :func:`build_index` builds the index of ``corpus``: ``preferred`` (the
+    configuration's ``structure_scratch``, e.g. /dev/shm: RAM) where it is a writable directory
+    with :data:`SCRATCH_ROOM` free bytes per corpus byte, else ``fallback`` (the job's tmpdir;
+    None: the system's temporary directory). Small collections go to RAM, large ones (the full
+    ARQMath corpus is 4.8 GB) and a container's small /dev/shm are left alone."""
+    if preferred is None:
+        return fallback
+    preferred = Path(preferred)
+    if not (preferred.is_dir() and os.access(preferred, os.W_OK | os.X_OK)):
+        logging.info(
+            "%s is not a writable directory: the index is built in %s", preferred, fallback
+        )
+        return fallback
+    needed = SCRATCH_ROOM * Path(corpus).stat().st_size
+    free = shutil.disk_usage(preferred).free
+    if free < needed:
+        logging.info(
+            "%s has %.1f GiB free, less than the %.1f GiB asked for this corpus's index "
+            "(%d bytes per corpus byte): the index is built in %s",
+            preferred,
+            free / 2**30,
+            needed / 2**30,
+            SCRATCH_ROOM,
+            fallback,
+        )
+        return fallback
+    return preferred
+
+
 def index_corpus(
     corpus: str | Path,
     template: DocumentTemplate,
     terms: Terms,
     index_dir: str | Path,
     max_unparsed_rate: float,
+    scratch: str | Path | None = None,
 ) -> dict:
     """:func:`build_index` of every record of a canonical corpus as ``template`` renders it.
 
@@ -85,7 +127,9 @@ def index_corpus(
     with open(corpus, "rb") as handle:
         total = sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
     documents = ((str(r["id"]), template.render(r, terms, where)) for r in read_records(corpus))
-    return build_index(documents, index_dir, max_unparsed_rate, where=where, total=total)
+    return build_index(
+        documents, index_dir, max_unparsed_rate, where=where, total=total, scratch=scratch
+    )
 
 
 def build_index(
@@ -94,24 +138,93 @@ def build_index(
     max_unparsed_rate: float,
     where: str,
     total: int | None = None,
+    scratch: str | Path | None = None,
 ) -> dict:
     """Index ``(doc id, rendered text)`` pairs into ``index_dir``; return its statistics.
 
-    The index is written under a temporary name and renamed when complete, after its marker; a
-    directory already at ``index_dir`` (a half-written or stale index) is removed first.
+    The engine writes one small file per formula path, which is slow on a disk (8 times its
+    time on tmpfs for the ARQMath sample), so the index is built in a directory under
+    ``scratch`` (None: the system's temporary directory, ``$TMPDIR``: in a workflow job
+    Snakemake's tmpdir resource) and moved to ``index_dir`` when complete, after its marker,
+    through :func:`~hybrid_ir.formats.atomic_directory`: renamed where ``scratch`` is on
+    ``index_dir``'s file system, else copied into ``.NAME.tmp`` beside ``index_dir`` and that
+    renamed. Where the path under ``scratch`` would be too long for the engine, the index is
+    built in ``.NAME.tmp`` itself. The files are the same wherever the index is built. A
+    directory already at ``index_dir`` (a stale index) is removed first; a failure leaves
+    neither the directory under ``scratch`` nor a partial index.
+
     Formulas the engine cannot parse are counted and logged with their document's id; more
     than ``max_unparsed_rate`` of all formulas is an error naming ``where``. A document the
     engine rejects is logged by id and left out.
     """
-    from tqdm import tqdm
-
     index_dir = Path(index_dir)
-    partial = index_dir.with_name(index_dir.name + ".partial")
-    for stale in (index_dir, partial):
+    legacy = index_dir.with_name(index_dir.name + ".partial")  # earlier versions' build name
+    for stale in (index_dir, legacy):
         if stale.exists():
             logging.info("removing %s (an earlier index, complete or not)", stale)
             shutil.rmtree(stale)
-    partial.parent.mkdir(parents=True, exist_ok=True)
+    index_dir.parent.mkdir(parents=True, exist_ok=True)
+    building = _scratch_directory(index_dir, scratch)
+    try:
+        with atomic_directory(index_dir) as staging:
+            built = staging if building is None else building / "index"
+            logging.info("building the Approach0 index in %s", built)
+            stats = _build(documents, built, max_unparsed_rate, where, total)
+            if building is not None:
+                same = building.stat().st_dev == index_dir.parent.stat().st_dev
+                started = time.perf_counter()
+                shutil.move(built, staging)  # os.rename on one file system, else copy, remove
+                logging.info(
+                    "index moved to %s in %.1f s (%s)",
+                    index_dir,
+                    time.perf_counter() - started,
+                    "renamed" if same else "copied from another file system",
+                )
+    finally:
+        if building is not None:
+            shutil.rmtree(building, ignore_errors=True)
+    return stats
+
+
+def _scratch_directory(index_dir: Path, scratch: str | Path | None) -> Path | None:
+    """A new empty directory under ``scratch`` (None: the system's temporary directory) for
+    building ``index_dir``, or None where the engine could not build there (too long a path:
+    the index is then built in its staging directory, beside ``index_dir``).
+
+    Its name is fixed by ``index_dir``'s absolute path, and whatever is there is removed first,
+    so that a build killed earlier (SIGKILL, a lost node) leaves no files behind in RAM or on
+    the disk once the index is built again, as :func:`~hybrid_ir.formats.atomic_directory` does
+    for its staging name."""
+    key = hashlib.sha256(str(index_dir.resolve()).encode()).hexdigest()[:12]
+    root = Path(scratch) if scratch is not None else Path(tempfile.gettempdir())
+    building = root / f"approach0-{key}"
+    if len(os.fsencode(building / "index")) > ENGINE_PATH_LIMIT:
+        logging.warning(
+            "%s is too long a path for pya0 (at most %d bytes): the index is built beside %s",
+            building / "index",
+            ENGINE_PATH_LIMIT,
+            index_dir,
+        )
+        return None
+    if building.exists():
+        logging.info("removing %s (left by an index build that was killed)", building)
+        shutil.rmtree(building)
+    root.mkdir(parents=True, exist_ok=True)
+    building.mkdir(mode=0o700)
+    return building
+
+
+def _build(
+    documents: Iterable[tuple[str, str]],
+    partial: Path,
+    max_unparsed_rate: float,
+    where: str,
+    total: int | None,
+) -> dict:
+    """:func:`build_index`'s work, into ``partial`` (which must not exist yet); its marker is
+    written last."""
+    from tqdm import tqdm
+
     pya0 = _engine()
     started = time.perf_counter()
     counts = {"documents": 0, "formulas": 0, "unparsed_formulas": 0, "rejected_documents": 0}
@@ -175,7 +288,6 @@ def build_index(
         "seconds": round(time.perf_counter() - started, 3),
     }
     (partial / MARKER).write_text(json.dumps(stats, indent=1) + "\n", encoding="utf-8")
-    partial.rename(index_dir)
     return stats
 
 

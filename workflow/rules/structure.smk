@@ -10,9 +10,9 @@ rule structure_index:
         paths.benchmark("index", "{collection}/{system}")
     wildcard_constraints:
         system=alternatives({name for runs in STRUCTURE.values() for name in runs}),
+    priority: CRITICAL_PATH
     conda:
         CONDA_ENV
-    priority: CRITICAL_PATH
     threads: rule_threads("structure_index")
     resources:
         **rule_resources("structure_index"),

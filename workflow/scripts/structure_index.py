@@ -7,6 +7,7 @@ into ``results/`` when complete (:func:`hybrid_ir.approach0.build_index`).
 
 import json
 import logging
+import signal
 
 from hybrid_ir.approach0 import index_corpus, index_scratch
 from hybrid_ir.formats import atomic_output
@@ -14,11 +15,18 @@ from hybrid_ir.logged import run_step
 from hybrid_ir.structure import DocumentTemplate, Terms
 
 
+def _terminated(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
 def main():
+    # Snakemake stops a job it gives up on (and SLURM one past its time) with SIGTERM: leave
+    # through build_index's clean-up, which removes the half-built index from RAM or the tmpdir.
+    signal.signal(signal.SIGTERM, _terminated)
     entry = snakemake.params.entry
     corpus = snakemake.input.corpus
     tmpdir = getattr(snakemake.resources, "tmpdir", None)
-    scratch = index_scratch(snakemake.config.get("structure_scratch"), corpus, tmpdir)
+    scratch = index_scratch(snakemake.config["structure_scratch"], corpus, tmpdir)
     stats = index_corpus(
         corpus,
         DocumentTemplate(entry["document"], tuple(entry["formula_fields"])),

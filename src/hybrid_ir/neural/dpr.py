@@ -708,14 +708,16 @@ def rerank_dpr(
     return canonicalize(run)
 
 
-def stored_vectors(index_dir: Path, candidates: Mapping[str, Sequence[str]]) -> dict:
+def stored_vectors(
+    index_dir: Path, candidates: Mapping[str, Sequence[str]]
+) -> dict[str, np.ndarray]:
     """Each candidate's passage vector, read from the index's shards one shard at a time."""
     import faiss
 
     shards = list(read_shards(index_dir, INDEX_SUFFIX))
     index_rows([doc for shard in shards for doc in shard.ids], candidates, index_dir)
     wanted = {doc for docs in candidates.values() for doc in docs}
-    vectors = {}
+    vectors: dict[str, np.ndarray] = {}
     for shard in shards:
         rows = [row for row, doc in enumerate(shard.ids) if doc in wanted]
         if not rows:
