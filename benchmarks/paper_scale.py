@@ -927,17 +927,14 @@ def _encoder_rerank_job(
     sixteen: bool,
 ) -> Job:
     """An encoder re-ranker reads its candidates' vectors from the model's index
-    (workflow/rules/math/retrieve.smk): it encodes the queries only. DPR reads one shard at a
-    time; ColBERT loads the index as search does, and decompresses the candidates' residuals."""
+    (workflow/rules/math/retrieve.smk): a search's work (the queries encoded, the index read),
+    where DPR holds one shard at a time and the candidates' vectors, ColBERT the whole index."""
     from hybrid_ir.neural.shards import SHARD_SIZE
 
-    math_config = config["math_models"]
+    search = _search_job(config, kind, "arqmath", names, shape, resources, sixteen)
     request = resources["encoder_rerank"]
-    settings = math_config[kind]
-    topics = assumption("topics_per_set")
-    entry = math_config["rerankers"][names[0].split("/")[0]]
-    candidates = topics * (entry.get("depth") or config["run_depth"])
-    query = settings["query_max_length"] if kind == "dpr" else settings["query_maxlen"]
+    entry = config["math_models"]["rerankers"][names[0].split("/")[0]]
+    candidates = assumption("topics_per_set") * (entry.get("depth") or config["run_depth"])
     index = _index_bytes(config, kind, "arqmath", shape)
     if kind == "dpr":
         held = min(index, SHARD_SIZE * shape.hidden * 4) + candidates * shape.hidden * 4
@@ -945,29 +942,14 @@ def _encoder_rerank_job(
     else:
         held = index
         note = f"index {index / GIB:.1f} GiB read and held"
-    params = total_params(shape)
-    return Job(
+    return replace(
+        search,
         label=_label("encoder_rerank", kind, names, shape),
         rule="encoder_rerank",
-        instances=names,
-        shape=shape,
         gpus=request["gpu"],
-        ranks=1,
-        micro_batch=32,
-        accumulation=1,
-        steps=math.ceil(topics / 32),
-        step_flops=forward_flops(shape, 32, query),
-        useful_flops=forward_flops(shape, 32, query),
-        tokens_per_step=0.0,
-        extra_flops={},
-        extra_s=topics * assumption(f"{kind}_search_s_per_query")
-        + index / assumption("index_bytes_per_s"),
-        activations=layer_activation_bytes(shape, 32, query, sixteen),
-        gpu_fixed=4 * params + (index if kind == "colbert" else 0.0),
-        host_bytes=held + 4 * params + assumption("runtime_host_gib") * GIB,
+        host_bytes=held + 4 * total_params(shape) + assumption("runtime_host_gib") * GIB,
         runtime_min=request["runtime"],
         mem_mb=request["mem_mb"],
-        resumes=False,
         notes=[f"{candidates:,.0f} candidates per topic set, queries encoded only; {note}"],
     )
 
