@@ -715,12 +715,12 @@ def stored_vectors(
     import faiss
 
     shards = list(read_shards(index_dir, INDEX_SUFFIX))
-    index_rows([doc for shard in shards for doc in shard.ids], candidates, index_dir)
-    wanted = {doc for docs in candidates.values() for doc in docs}
+    rows = index_rows([doc for shard in shards for doc in shard.ids], candidates, index_dir)
     vectors: dict[str, np.ndarray] = {}
     for shard in shards:
-        rows = [row for row, doc in enumerate(shard.ids) if doc in wanted]
-        if not rows:
+        end = shard.offset + len(shard.ids)
+        mine = {doc: row - shard.offset for doc, row in rows.items() if shard.offset <= row < end}
+        if not mine:
             continue
         index = faiss.read_index(str(shard.path))
         if index.ntotal != len(shard.ids):
@@ -728,5 +728,5 @@ def stored_vectors(
                 shard.path, None, f"{index.ntotal} vectors for {len(shard.ids)} doc ids"
             )
         stored = index.reconstruct_n(0, index.ntotal)
-        vectors |= {shard.ids[row]: stored[row] for row in rows}
+        vectors |= {doc: stored[row] for doc, row in mine.items()}
     return vectors
