@@ -8,6 +8,8 @@ ones indexed and searched.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -305,3 +307,17 @@ def test_unknown_model_is_a_config_error(files):
         retrieve("bm42", _request(files))
     for name in RETRIEVERS:
         assert name in str(error.value)
+
+
+def test_starting_pyserini_for_bm25_imports_neither_torch_nor_transformers():
+    """A BM25 job pays for the JVM, not for pyserini's neural query encoders (10 s a job)."""
+    probe = (
+        "import sys\n"
+        "from hybrid_ir.lucene.jvm import pyserini_modules\n"
+        "pyserini_modules().LuceneSearcher\n"
+        "print(sorted({'torch', 'transformers', 'sklearn'} & set(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "[]"

