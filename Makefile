@@ -3,6 +3,8 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
+# pytest processes for `make test` (each test module runs whole in one of them).
+TEST_WORKERS ?= auto
 # Where pip takes torch from: empty, the configured package index; set it to choose a build,
 # e.g. https://download.pytorch.org/whl/cpu (CPU only) or .../whl/cu126 (CUDA 12.6).
 TORCH_INDEX_URL ?=
@@ -37,7 +39,7 @@ lint: setup
 	$(BIN)/snakemake --lint
 
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # On a machine with CUDA (make setup TORCH_INDEX_URL=https://download.pytorch.org/whl/cu126, or
 # a venv with a CUDA torch): every test marked gpu, the GPU mini-run of tests/test_gpu.py among

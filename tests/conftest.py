@@ -78,11 +78,9 @@ def tiny_bert(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def extensions_dir(request, tmp_path_factory) -> Path:
-    """colbert JIT-compiles four C++ kernels, about 30 s each on two cores (2 minutes in all).
-    pytest's cache directory keeps them across sessions, so only a first session pays; without
-    the cache plugin they go to a session temporary directory, compiled once per session."""
-    cache = getattr(request.config, "cache", None)
-    if cache is None:
-        return tmp_path_factory.mktemp("torch_extensions")
-    return cache.mkdir("colbert_torch_extensions")
+def extensions_dir() -> Path:
+    """colbert JIT-compiles four C++ kernels, about 30 s each on two cores (2 minutes in all),
+    into the directory the workflow's colbert jobs use (their ``extensions`` param): whichever of
+    the tests and the workflow runs first in a clone compiles them, once. torch keys each build
+    by its sources and flags and locks it while it compiles."""
+    return REPO / ".cache" / "torch_extensions"
