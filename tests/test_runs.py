@@ -46,3 +46,55 @@ def test_malformed_lines_name_file_and_line(tmp_path, line, problem):
     path.write_text("q Q0 b 1 2.0 t\n" + line)
     with pytest.raises(InputFormatError, match=rf"bad.trec:2: .*{problem}"):
         read_run(path)
+
+
+def _lines(count: int) -> list[str]:
+    return [f"q{n % 7} Q0 d{n} {n + 1} {1.0 / (n + 1):.6f} tag\n" for n in range(count)]
+
+
+@pytest.mark.parametrize("block_chars", [64, 1000, 1 << 22])
+def test_runs_read_in_blocks_equal_the_line_by_line_reading(tmp_path, monkeypatch, block_chars):
+    """Whole lines are parsed a block at a time; wherever the blocks are cut, the run is the one
+    the checked line-by-line parser builds, blank lines and an id with a non-breaking space (a
+    block the fast pattern leaves to that parser) included."""
+    import hybrid_ir.runs as runs
+
+    lines = _lines(300)
+    lines[5] = "\n"
+    lines[100] = "q1 Q0 d\u00a0100 101 0.5 tag\r\n"
+    path = tmp_path / "run.trec"
+    path.write_text("".join(lines), encoding="utf-8")
+    monkeypatch.setattr(runs, "_BLOCK_CHARS", block_chars)
+    expected: dict[str, dict[str, float]] = {}
+    for line in lines:
+        fields = runs.split_fields(line)
+        if fields:
+            runs.add_entry(expected, fields[0], fields[2], float(fields[4]))
+    assert read_run(path) == expected
+    assert read_run(path, topics=["q1"]) == {"q1": expected["q1"]}
+
+
+@pytest.mark.parametrize("block_chars", [64, 1 << 22])
+@pytest.mark.parametrize(
+    "bad, problem",
+    [
+        ("q1 Q0 d9 1 nan tag\n", "is not a finite number"),
+        ("q1 Q0 d9 1 1e999 tag\n", "is not a finite number"),
+        ("q1 Q0 d9 x 0.5 tag\n", "is not an integer"),
+        ("q1 Q0 d9 1 0.5\n", "got 5 field(s)"),
+    ],
+)
+def test_a_bad_line_in_any_block_is_named_by_its_line_number(
+    tmp_path, monkeypatch, block_chars, bad, problem
+):
+    import hybrid_ir.runs as runs
+
+    lines = _lines(40)
+    lines[27] = bad
+    path = tmp_path / "run.trec"
+    path.write_text("".join(lines), encoding="utf-8")
+    monkeypatch.setattr(runs, "_BLOCK_CHARS", block_chars)
+    with pytest.raises(InputFormatError) as error:
+        read_run(path)
+    assert ":28:" in str(error.value) or "line 28" in str(error.value)
+    assert problem in str(error.value)

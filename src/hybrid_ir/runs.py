@@ -14,6 +14,7 @@ score that is not a finite number is an error naming the file and line.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -104,6 +105,49 @@ def _parse_line(
     return topic, doc, value
 
 
+# Whole lines are read this many characters at a time: big enough for the regular expression
+# below to do the work, small enough that a run of millions of lines is never held whole.
+_BLOCK_CHARS = 1 << 22
+_SPACE = "[ \t\r\x0b\x0c]"
+_FIELD = "[^ \t\n\r\x0b\x0c]+"
+# A TREC line exactly as _parse_line accepts it (six ASCII-whitespace-separated fields, an
+# integer rank, a number as trec_eval reads it), capturing topic, doc and score: one pass in C
+# over a block instead of a split and two matches per line in Python.
+_TREC_LINE = re.compile(
+    rf"^{_SPACE}*({_FIELD}){_SPACE}+{_FIELD}{_SPACE}+({_FIELD}){_SPACE}+"
+    rf"{ASCII_INTEGER.pattern}{_SPACE}+((?i:{ASCII_NUMBER.pattern})){_SPACE}+{_FIELD}{_SPACE}*$",
+    re.MULTILINE,
+)
+_NON_BLANK_LINE = re.compile(rf"^{_SPACE}*[^ \t\n\r\x0b\x0c]", re.MULTILINE)
+
+
+def _first_format(text: str, path: str | Path, first_line: int) -> str | None:
+    for offset, line in enumerate(text.split("\n")):
+        if line.strip(ASCII_WHITESPACE):
+            return detect_format(line, path, first_line + offset)
+    return None
+
+
+def _block_entries(
+    text: str, run_format: str, path: str | Path, first_line: int
+) -> list[tuple[str, str, float]]:
+    """The (topic, doc, score) of each run line of ``text``, whole lines numbered from
+    ``first_line``. A TREC block whose every non-blank line matches :data:`_TREC_LINE` with a
+    finite score is taken in one pass; any other block is read line by line by
+    :func:`_parse_line`, which raises the error naming the first bad line."""
+    if run_format == "trec":
+        found = _TREC_LINE.findall(text)
+        if len(found) == len(_NON_BLANK_LINE.findall(text)):
+            parsed = [(topic, doc, float(score)) for topic, doc, score in found]
+            if all(math.isfinite(score) for _, _, score in parsed):
+                return parsed
+    return [
+        _parse_line(line, run_format, path, first_line + offset)
+        for offset, line in enumerate(text.split("\n"))
+        if line.strip(ASCII_WHITESPACE)
+    ]
+
+
 def read_run(
     path: str | Path, topics: Iterable[str] | None = None, run_format: str | None = None
 ) -> Run:
@@ -118,15 +162,25 @@ def read_run(
     keep = set(topics) if topics is not None else None
     run: Run = {}
     lines = 0
+    first_line = 1
+    pending = ""
     with open_text(path) as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip(ASCII_WHITESPACE):
-                continue
-            lines += 1
-            run_format = run_format or detect_format(line, path, line_number)
-            topic, doc, score = _parse_line(line, run_format, path, line_number)
-            if keep is None or topic in keep:
-                add_entry(run, topic, doc, score)
+        while True:
+            block = handle.read(_BLOCK_CHARS)
+            text = pending + block
+            cut = text.rfind("\n") + 1 if block else len(text)
+            text, pending = text[:cut], text[cut:]
+            if text:
+                run_format = run_format or _first_format(text, path, first_line)
+                if run_format is not None:
+                    parsed = _block_entries(text, run_format, path, first_line)
+                    lines += len(parsed)
+                    for topic, doc, score in parsed:
+                        if keep is None or topic in keep:
+                            add_entry(run, topic, doc, score)
+                first_line += text.count("\n")
+            if not block:
+                break
     if not lines:
         raise InputFormatError(path, None, "no run lines: the file is empty")
     return run
