@@ -11,6 +11,7 @@ and module names written as strings (the collection readers are imported by name
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import re
 from pathlib import Path
@@ -39,7 +40,15 @@ def _with_packages(name: str) -> set[str]:
 
 def direct_imports(path: Path) -> set[str]:
     """The ``hybrid_ir`` modules (and their packages) one source file imports."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    status = path.stat()
+    return set(_direct_imports(str(path), status.st_mtime_ns, status.st_size))
+
+
+# Every rule's digest walks the same modules: parsed once per process and file version (a
+# dry run of the default configuration parsed 483 files for 37 rules, 7 of its 12 s).
+@functools.cache
+def _direct_imports(path: str, mtime_ns: int, size: int) -> frozenset[str]:
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"), filename=path)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -55,7 +64,7 @@ def direct_imports(path: Path) -> set[str]:
     for name in names:
         if module_file(name) is not None:
             found |= {part for part in _with_packages(name) if module_file(part) is not None}
-    return found
+    return frozenset(found)
 
 
 def imported_modules(script: str | Path) -> list[str]:
