@@ -256,7 +256,9 @@ KILLER = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
+    import torch
     import hybrid_ir.neural.dpr as module
+    torch.set_num_threads({threads})
     sys.path.insert(0, {tests!r})
     from test_dpr import FOUR, _resumable
 
@@ -291,8 +293,11 @@ def test_killed_training_resumes_to_the_same_model_and_snapshot(tiny_bert, tmp_p
     failed job loses): the run started again resumes at step 4, delivers the snapshot, and ends
     with the model of a run never interrupted (dropout on, fp32 on the CPU: byte for byte)."""
     out, work, snapshot = tmp_path / "resumed", tmp_path / "work", tmp_path / "epoch1"
+    # Byte for byte needs the same float sums on both sides: as many threads as this process
+    # uses (under pytest-xdist an earlier test in the worker may have set them).
     script = KILLER.format(tests=str(Path(__file__).parent), model=str(tiny_bert), out=str(out),
-                           work=str(work), snapshot=str(snapshot), micro=micro)  # fmt: skip
+                           work=str(work), snapshot=str(snapshot), micro=micro,
+                           threads=torch.get_num_threads())  # fmt: skip
     killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             env=os.environ | {"PYTHONHASHSEED": "0"})  # fmt: skip
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]

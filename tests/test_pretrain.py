@@ -284,7 +284,9 @@ KILLER = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
+    import torch
     import hybrid_ir.neural.pretrain as module
+    torch.set_num_threads({threads})
     sys.path.insert(0, {tests!r})
     from test_pretrain import _settings, run
 
@@ -306,8 +308,11 @@ KILLER = textwrap.dedent(
 def test_killed_pretraining_resumes_to_the_same_weights(tiny_bert, tmp_path, micro):
     # The tiny BERT has dropout: with micro-batches, each one's dropout is seeded too.
     out, work = tmp_path / "resumed", tmp_path / "work"
+    # Byte for byte needs the same float sums on both sides: as many threads as this process
+    # uses (under pytest-xdist an earlier test in the worker may have set them).
     script = KILLER.format(tests=str(Path(__file__).parent), model=str(tiny_bert),
-                           out=str(out), work=str(work), micro=micro)  # fmt: skip
+                           out=str(out), work=str(work), micro=micro,
+                           threads=torch.get_num_threads())  # fmt: skip
     killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             env=os.environ | {"PYTHONHASHSEED": "0"})  # fmt: skip
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
