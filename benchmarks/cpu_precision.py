@@ -18,19 +18,16 @@ Usage: python benchmarks/cpu_precision.py [--threads N]
 from __future__ import annotations
 
 import argparse
-import time
+
+from math_models import best_of
 
 GOAL = 0.60
 
 
 def best_seconds(function, repeats: int) -> float:
+    """math_models' best-of timing after one untimed warm-up call."""
     function()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return best_of(repeats, function)
 
 
 def matmul_limit(dtype, size: int = 2048, repeats: int = 5) -> float:

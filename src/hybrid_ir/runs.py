@@ -109,7 +109,8 @@ def _parse_line(
 # below to do the work, small enough that a run of millions of lines is never held whole.
 _BLOCK_CHARS = 1 << 22
 _SPACE = "[ \t\r\x0b\x0c]"
-_FIELD = "[^ \t\n\r\x0b\x0c]+"
+_NON_SPACE = "[^ \t\n\r\x0b\x0c]"
+_FIELD = f"{_NON_SPACE}+"
 # A TREC line exactly as _parse_line accepts it (six ASCII-whitespace-separated fields, an
 # integer rank, a number as trec_eval reads it), capturing topic, doc and score: one pass in C
 # over a block instead of a split and two matches per line in Python.
@@ -118,7 +119,7 @@ _TREC_LINE = re.compile(
     rf"{ASCII_INTEGER.pattern}{_SPACE}+((?i:{ASCII_NUMBER.pattern})){_SPACE}+{_FIELD}{_SPACE}*$",
     re.MULTILINE,
 )
-_NON_BLANK_LINE = re.compile(rf"^{_SPACE}*[^ \t\n\r\x0b\x0c]", re.MULTILINE)
+_NON_BLANK_LINE = re.compile(rf"^{_SPACE}*{_NON_SPACE}", re.MULTILINE)
 
 
 def _first_format(text: str, path: str | Path, first_line: int) -> str | None:
