@@ -54,7 +54,9 @@ test-slurm: setup
 	$(BIN)/python -m pytest -q -m slurm tests/slurm; status=$$?; tests/slurm/stop.sh; exit $$status
 
 benchmark: setup
+	$(BIN)/pip install -q -r requirements-bench.txt
 	$(BIN)/python benchmarks/noop_rerun.py
+	$(BIN)/python benchmarks/evaluation_vs_ranx.py
 	$(BIN)/python benchmarks/crossval_vs_pya0.py
 	$(BIN)/python benchmarks/sparse_dense.py
 	$(BIN)/python benchmarks/math_models.py
