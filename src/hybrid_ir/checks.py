@@ -22,11 +22,9 @@ from collections.abc import Iterator
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
-import yaml
-
 from hybrid_ir import paths
 from hybrid_ir.errors import CheckFailed, ConfigError
-from hybrid_ir.formats import atomic_output
+from hybrid_ir.formats import atomic_output, load_yaml
 
 
 @dataclass(frozen=True)
@@ -164,7 +162,7 @@ def load_expected(paths: list[str | Path]) -> list[dict]:
     documents = []
     for path in paths:
         with open(path, encoding="utf-8") as handle:
-            document = yaml.safe_load(handle)
+            document = load_yaml(handle)
         if not isinstance(document, dict) or "collection" not in document:
             raise ConfigError(f"{path}: an expected-scores file needs a 'collection' key")
         if document.get("runs") and "topics" not in document:

@@ -13,6 +13,7 @@ import yaml
 
 from hybrid_ir.checks import topic_sets
 from hybrid_ir.errors import ConfigError
+from hybrid_ir.formats import load_yaml
 from hybrid_ir.neural.distributed import accumulation_steps
 from hybrid_ir.neural.encoders import ENCODERS
 from hybrid_ir.neural.models import local_checkpoint
@@ -113,7 +114,7 @@ def config_layers(files: Sequence[str | Path], overrides: Mapping) -> list[tuple
     for path in files:
         try:
             with open(path, encoding="utf-8") as handle:
-                layer = yaml.safe_load(handle)
+                layer = load_yaml(handle)
         except (OSError, yaml.YAMLError) as error:
             raise ConfigError(f"cannot read configuration file {str(path)!r}: {error}") from None
         layers.append((str(path), layer if isinstance(layer, Mapping) else {}))
@@ -191,7 +192,7 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     first offending key; every default lives in the schema, so rules and scripts read
     ``config[...]`` directly."""
     with open(schema_path, encoding="utf-8") as handle:
-        schema = yaml.safe_load(handle)
+        schema = load_yaml(handle)
     errors = sorted(_VALIDATOR(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
@@ -872,7 +873,7 @@ def _check_published(where: str, table: dict, row: dict, key: str) -> None:
 def _published_file(path: str, where: str) -> dict:
     try:
         with open(path, encoding="utf-8") as handle:
-            document = yaml.safe_load(handle)
+            document = load_yaml(handle)
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"{where}: cannot read {path!r}: {error}") from None
     if not isinstance(document, dict) or not {"published", "published_by_topic"} & set(document):
