@@ -24,11 +24,11 @@ requirements-bench.txt``, which ``make benchmark`` does; about half a minute).
 from __future__ import annotations
 
 import sys
-import time
 import warnings
 from collections.abc import Callable
 
 import numpy as np
+from math_models import best_of
 from ranx import Qrels as RanxQrels
 from ranx import Run as RanxRun
 from ranx import evaluate as ranx_evaluate
@@ -79,12 +79,7 @@ def generate() -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
 
 def best_seconds(call: Callable[[], object]) -> float:
     call()  # numba's compilation, pytrec_eval's first load
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return best_of(REPEATS, call)
 
 
 def ranx_per_topic(qrels, run, metrics: list[str]) -> dict[str, dict[str, float]]:
