@@ -20,6 +20,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/pip install -r requirements.txt
 	$(BIN)/pip install --no-deps -e .
 	$(BIN)/pip check
+	$(BIN)/python -c 'from hybrid_ir.neural.colbert import build_cpu_kernels; build_cpu_kernels()'
 	touch $@
 
 reproduce: setup

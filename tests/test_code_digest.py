@@ -83,3 +83,37 @@ def test_modules_named_as_strings_are_imports(tmp_path):
     script = tmp_path / "convert.py"
     script.write_text("from hybrid_ir.collections import convert\n")
     assert "hybrid_ir.collections.arqmath" in imported_modules(script)  # imported by name
+
+
+def test_the_digest_cache_recomputes_exactly_when_a_covered_file_changes(tmp_path, monkeypatch):
+    package = tmp_path / "hybrid_ir"
+    shutil.copytree(PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(code_digest, "PACKAGE_DIR", package)
+    script = tmp_path / "import_run.py"
+    script.write_text("from hybrid_ir.runs import read_run\n")
+    store = tmp_path / ".snakemake" / "digests.json"
+    first = code_digest.DigestCache(store).digest(script)
+    assert first == code_digest.code_digest(script) and store.is_file()
+
+    # A later process answers from the file without hashing anything.
+    computed = []
+    monkeypatch.setattr(
+        code_digest, "code_digest", lambda path: computed.append(path) or "recomputed"
+    )
+    assert code_digest.DigestCache(store).digest(script) == first and not computed
+    # An edit of an imported module, or a module added to the package, is seen.
+    runs = package / "runs.py"
+    runs.write_text(runs.read_text() + "\n# edited\n")
+    assert code_digest.DigestCache(store).digest(script) == "recomputed"
+    (package / "added.py").write_text("")
+    computed.clear()
+    assert code_digest.DigestCache(store).digest(script) == "recomputed" and computed
+
+
+def test_an_unreadable_digest_cache_is_an_empty_one(tmp_path):
+    store = tmp_path / "digests.json"
+    store.write_text("{half a file")
+    script = tmp_path / "import_run.py"
+    script.write_text("from hybrid_ir.runs import read_run\n")
+    assert code_digest.DigestCache(store).digest(script) == code_digest.code_digest(script)
+    assert json.loads(store.read_text())["scripts"]

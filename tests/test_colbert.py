@@ -26,6 +26,7 @@ from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.neural.colbert import (
     DOC_IDS_FILE,
     MARKERS,
+    build_cpu_kernels,
     index_colbert,
     rerank_colbert,
     search_colbert,
@@ -685,3 +686,11 @@ def test_a_roberta_backbone_trains_indexes_searches_and_reranks(
         assert set(docs) == set(candidates[query])
         for doc, score in docs.items():
             assert score == pytest.approx(run[query][doc], rel=1e-6), (query, doc)
+
+
+def test_setup_builds_every_cpu_kernel_a_job_loads(extensions_dir):
+    """`make setup` compiles them, so that no workflow job waits on another's compile lock."""
+    build_cpu_kernels(extensions_dir)
+    built = {path.name for path in extensions_dir.iterdir() if any(path.glob("*.so"))}
+    kernels = ("segmented_maxsim", "segmented_lookup", "filter_pids", "decompress_residuals")
+    assert {f"{kernel}_cpp" for kernel in kernels} <= built

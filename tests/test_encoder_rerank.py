@@ -236,7 +236,7 @@ def test_an_encoder_reranker_is_a_run_of_kind_encoder_rerank(config):
     runs = math_model_runs(math)
     assert runs["tfidf-qa-colbert"]["kind"] == "encoder_rerank"
     assert runs["tfidf-qa-mlm"]["kind"] == "rerank"
-    assert math["rerankers"]["tfidf-qa-mlm"]["max_length"] == 512
+    assert math["rerankers"]["tfidf-qa-mlm"]["batch_size"] == 16  # the MLM re-ranker's default
     assert systems(config, "arqmath", "arqmath1")["tfidf-qa-colbert"] == "math_models"
 
 

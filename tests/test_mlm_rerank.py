@@ -211,11 +211,12 @@ def config() -> dict:
 
 
 def test_the_mlm_reranker_defaults_to_qa_posts_and_head_truncation(config):
-    validate_config(config, SCHEMA, "config.yaml")
     entry = config["math_models"]["rerankers"]["tfidf-qa-mlm"]
+    assert entry.pop("max_length") == 256  # the default configuration's cheaper cap
+    validate_config(config, SCHEMA, "config.yaml")
     assert entry["doc_fields"] == ["title", "question", "text"]
     assert entry["query_fields"] == ["title", "text"]
-    assert entry["max_length"] == 512
+    assert entry["max_length"] == 512  # the paper's 510 pieces with [CLS] and [SEP]
 
 
 @pytest.mark.parametrize(

@@ -36,8 +36,8 @@ def _default_config(**resources) -> dict:
 
 
 def test_a_rule_takes_its_own_entry_over_default_and_no_unset_partition():
-    config = _default_config(pretrain={"gpu": 1, "slurm_partition": "gpu"})
-    assert rule_threads(config, "pretrain") == 2
+    config = _default_config(pretrain={"threads": 3, "gpu": 1, "slurm_partition": "gpu"})
+    assert rule_threads(config, "pretrain") == 3
     # A GPU job stays on one node (--nodes=1): one torchrun starts all its ranks.
     assert rule_resources(config, "pretrain") == {
         "mem_mb": 4000, "runtime": 30, "gpu": 1, "slurm_partition": "gpu", "nodes": 1,
@@ -47,13 +47,11 @@ def test_a_rule_takes_its_own_entry_over_default_and_no_unset_partition():
     assert rule_resources(config, "evaluate_run") == {"mem_mb": 2000, "runtime": 30, "gpu": 0}
 
 
-def test_the_default_configuration_keeps_its_thread_counts_and_asks_no_gpu():
+def test_the_default_configuration_runs_every_job_on_one_thread_and_asks_no_gpu():
     config = _default_config()
-    # The counts the outputs were made with before the section existed (bm25.threads 2,
-    # bm25.index_threads 1, math_models.threads 2, retrieve's fixed 2).
-    threads = {rule: 2 for rule in (*TORCH_RULES, "encoder_rerank", "bm25_search", "retrieve")}
-    threads |= {"bm25_index": 1, "convert_arqmath": 1, "structure_index": 1}
-    assert {rule: rule_threads(config, rule) for rule in threads} == threads
+    # On two cores two one-threaded jobs at once keep both busy (docs/scaling.md).
+    rules = (*TORCH_RULES, "encoder_rerank", "bm25_search", "retrieve", "bm25_index")
+    assert {rule_threads(config, rule) for rule in (*rules, "convert_arqmath")} == {1}
     rules = set(config["resources"]) | {"convert_cf", "pretokenize_arqmath", "triplets"}
     assert {rule_resources(config, rule)["gpu"] for rule in rules} == {0}
 
@@ -209,7 +207,7 @@ def test_the_workstation_profile_builds_the_dag_with_the_rules_requests():
     jobs = {rule: (threads, resources) for rule, threads, resources in _jobs(done.stdout)}
     threads, resources = jobs["pretrain"]
     assert (resources["gpu"], resources["mem_mb"], resources["runtime"]) == ("0", "4000", "30")
-    assert threads == min(2, os.cpu_count() or 1)  # cores: all caps threads at the machine's
+    assert threads == 1
 
 
 def test_the_workstation_profile_gives_a_job_no_more_gpus_than_it_provides():

@@ -6,6 +6,11 @@ calls, so each rule passes this digest as a param. The imports are read from the
 (``ast``), not executed: ``import``/``from ... import`` statements anywhere in a file (function
 bodies too, where heavy modules are imported lazily), the packages that contain each module,
 and module names written as strings (the collection readers are imported by name).
+
+Every Snakemake start digests every rule (a no-op re-run included), so :class:`DigestCache`
+keeps each script's digest on disk with the size and modification time of each file it
+covers and the list of the package's module files; a digest is recomputed only when one of
+them differs.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import json
+import os
 import re
 from pathlib import Path
 
@@ -90,3 +97,58 @@ def code_digest(script: str | Path) -> str:
         assert file is not None
         digest.update(name.encode() + b"\0" + file.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def _module_files() -> list[str]:
+    """Every module file of the package, relative to it: a module added or removed can change
+    what a script's imports resolve to."""
+    return sorted(str(path.relative_to(PACKAGE_DIR)) for path in PACKAGE_DIR.rglob("*.py"))
+
+
+def _stamp(path: Path) -> list[int]:
+    status = path.stat()
+    return [status.st_mtime_ns, status.st_size]
+
+
+class DigestCache:
+    """:func:`code_digest` of scripts, remembered in a JSON file between processes. A missing or
+    unreadable file is an empty cache; it is rewritten whole (temporary name, then rename) when
+    a digest was recomputed, so that Snakemake processes started at once never read half of it."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            saved = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            saved = {}
+        modules = _module_files()
+        self.entries: dict = saved.get("scripts", {}) if saved.get("modules") == modules else {}
+        self.modules = modules
+
+    def _valid(self, entry: dict) -> bool:
+        try:
+            return all(_stamp(Path(file)) == stamp for file, stamp in entry["files"].items())
+        except OSError:
+            return False
+
+    def digest(self, script: str | Path) -> str:
+        key = str(Path(script).resolve())
+        entry = self.entries.get(key)
+        if entry is not None and self._valid(entry):
+            return entry["digest"]
+        files = [Path(key)] + [module_file(name) for name in imported_modules(key)]
+        # Stamped before hashing: a file edited meanwhile leaves a stale stamp, not a stale digest.
+        stamps = {str(file): _stamp(file) for file in files if file is not None}
+        self.entries[key] = {"digest": code_digest(key), "files": stamps}
+        self._save()
+        return self.entries[key]["digest"]
+
+    def _save(self) -> None:
+        payload = json.dumps({"modules": self.modules, "scripts": self.entries}, sort_keys=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            staging = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            staging.write_text(payload, encoding="utf-8")
+            staging.replace(self.path)
+        except OSError:
+            pass  # a read-only working directory digests every start, as before the cache

@@ -6,7 +6,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from hybrid_ir import paths
-from hybrid_ir.code_digest import code_digest
+from hybrid_ir.code_digest import DigestCache
 from hybrid_ir.checks import checks_from_expected, evaluation_pairs, load_expected
 from hybrid_ir.config import (
     config_layers,
@@ -75,10 +75,15 @@ CONDA_ENV = "../../envs/hybrid-ir.yaml"
 MATH_CONDA_ENV = "../../../envs/hybrid-ir.yaml"  # rules in workflow/rules/math
 
 
+CODE_DIGESTS = DigestCache(Path(".snakemake") / "hybrid_ir" / "code_digests.json")
+
+
 def code_version(script):
     """Digest of a rule's script and every package module it imports (hybrid_ir.code_digest),
     passed as a param so that editing any of them re-runs the rule's jobs."""
-    return code_digest(Path(workflow.basedir) / "workflow" / "scripts" / f"{script}.py")
+    return CODE_DIGESTS.digest(
+        Path(workflow.basedir) / "workflow" / "scripts" / f"{script}.py"
+    )
 
 
 # The longest chain of the DAG (pre-tokenization -> pretraining -> fine-tuning -> indexes ->

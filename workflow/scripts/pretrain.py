@@ -6,9 +6,8 @@ from pathlib import Path
 
 from hybrid_ir.figures import loss_curves
 from hybrid_ir.logged import run_step
-from hybrid_ir.neural.devices import claim_gpus, resolve_device
+from hybrid_ir.neural.devices import claim_gpus, resolve_device, set_threads
 from hybrid_ir.neural.distributed import process_count
-from hybrid_ir.neural.models import set_threads
 from hybrid_ir.neural.pretrain import pretrain_job, write_losses
 
 

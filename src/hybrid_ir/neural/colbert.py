@@ -123,6 +123,8 @@ from colbert.modeling import base_colbert, hf_colbert
 from colbert.modeling import checkpoint as colbert_checkpoint
 from colbert.modeling.colbert import ColBERT
 from colbert.modeling.tokenization import DocTokenizer, QueryTokenizer, tensorize_triples
+from colbert.search.index_storage import IndexScorer
+from colbert.search.strided_tensor import StridedTensor
 from colbert.utils.amp import MixedPrecisionManager
 from tqdm import tqdm
 
@@ -220,6 +222,15 @@ def _use_extensions_dir(extensions_dir: Path | None) -> None:
     path = Path(extensions_dir) if extensions_dir else Path.cwd() / ".cache" / "torch_extensions"
     path.mkdir(parents=True, exist_ok=True)
     os.environ["TORCH_EXTENSIONS_DIR"] = str(path.resolve())
+
+
+def build_cpu_kernels(extensions_dir: Path | None = None) -> None:
+    """Compile colbert's four CPU kernels into the extensions' home now (about 2 minutes the
+    first time, nothing once built). `make setup` does it, so that no workflow job compiles
+    them, nor waits with its core idle on the lock of another job compiling them."""
+    _use_extensions_dir(extensions_dir)
+    for kernels in (ColBERT, StridedTensor, IndexScorer):
+        kernels.try_load_torch_extensions(use_gpu=False)
 
 
 def _absolute(path: Path) -> str:

@@ -40,7 +40,7 @@ import numpy as np
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.formats import atomic_directory, read_records
 from hybrid_ir.fusion import DEFAULT_K
-from hybrid_ir.neural.devices import autocast
+from hybrid_ir.neural.devices import autocast, set_threads
 from hybrid_ir.neural.shards import ENCODE_WINDOW, SHARD_SIZE, ShardWriter, encode_to_shards
 from hybrid_ir.neural.shards import read_shards as _read_shards
 from hybrid_ir.runs import Run, canonicalize
@@ -108,10 +108,8 @@ class SentenceEncoder:
     ):
         if batch_size < 1:
             raise ConfigError(f"dense encoder batch_size must be >= 1, got {batch_size!r}")
-        import torch
-
         if threads is not None:
-            torch.set_num_threads(threads)
+            set_threads(threads)
         self.model_name = model
         self.batch_size = batch_size
         self.normalize = normalize

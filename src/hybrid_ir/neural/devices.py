@@ -53,6 +53,16 @@ _claimed: list[IO[str]] = []
 """Lock files held for the life of the process: closing one would free its GPU."""
 
 
+def set_threads(threads: int | None) -> None:
+    """The job's threads for torch, and for the Rust tokenizers, whose pool would otherwise
+    take every core of the machine while another job runs beside this one."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+        os.environ.setdefault("RAYON_NUM_THREADS", str(threads))
+
+
 def cuda_available() -> bool:
     import torch
 

@@ -192,8 +192,7 @@ def main(argv: list[str]) -> None:
     import torch.distributed as dist
 
     from hybrid_ir.formats import atomic_output
-    from hybrid_ir.neural.devices import cuda_settings
-    from hybrid_ir.neural.models import set_threads
+    from hybrid_ir.neural.devices import cuda_settings, set_threads
 
     spec = json.loads(Path(argv[0]).read_text())
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])

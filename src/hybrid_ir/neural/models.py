@@ -38,13 +38,6 @@ def seed_everything(seed: int) -> None:
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-def set_threads(threads: int | None) -> None:
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
-
-
 def backbone_path(name: str) -> str:
     """A loadable path or hub id for a configured backbone name."""
     return resolve_model(name)
