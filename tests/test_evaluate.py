@@ -318,3 +318,29 @@ def test_submitted_run_scores_as_its_judged_only_copy_and_paper_001(mirror, arqm
     rounded = [round(full.aggregate[column], 3) for column in ("nDCG'", "MAP'", "P'@10")]
     assert rounded == [0.263, 0.082, 0.116]
     assert full.aggregate["Rel_Ret"] == 761
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_cutoff_measures_score_the_same_on_the_first_documents_alone(seed, monkeypatch):
+    """P@k, R@k and nDCG@k are computed from each topic's first k documents in trec_eval's order
+    only; with tied scores around the cutoff and graded qrels, every value equals pytrec_eval's
+    on the whole run."""
+    import random
+
+    from hybrid_ir import evaluate as evaluation
+
+    rng = random.Random(seed)
+    run = {
+        f"q{topic}": {f"d{doc}": float(rng.randrange(8)) for doc in rng.sample(range(60), 40)}
+        for topic in range(12)
+    }
+    qrels = {
+        f"q{topic}": {f"d{doc}": rng.randrange(-1, 4) for doc in rng.sample(range(60), 25)}
+        for topic in range(14)
+    }
+    measures = ["P@5", "R@20", "nDCG@10", "P(rel=2)@10", "R(rel=2)@3"]
+    prime = [*measures, "nDCG(judged_only=True)@10"]  # unjudged documents go first: whole run
+    cut, whole = evaluate(qrels, run, measures), evaluate(qrels, run, prime)
+    monkeypatch.setattr(evaluation, "_PREFIX_MEASURES", frozenset())
+    assert evaluate(qrels, run, measures) == cut
+    assert evaluate(qrels, run, prime) == whole

@@ -10,13 +10,13 @@ from scipy import sparse
 
 from hybrid_ir.analysis import Analyzer
 from hybrid_ir.errors import ConfigError
+from hybrid_ir.evaluate import recall_curve
 from hybrid_ir.sparse import (
     ETAS,
     PivotedTfidf,
     SparseBM25,
     TfidfCosine,
     grid_search_bm25,
-    recall_curve,
     record_texts,
     top_k,
     tune_interleave,

@@ -359,12 +359,37 @@ def evaluate(
     return Evaluation(per_query, aggregate, averaged)
 
 
+# Measures that a topic's first `cutoff` documents in trec_eval's order decide alone (without
+# judged_only, which drops unjudged documents before cutting).
+_PREFIX_MEASURES = frozenset({"P", "R", "nDCG"})
+
+
+def _prefix_depth(measures: list[ir_measure_types.Measure]) -> int | None:
+    """The largest cutoff when every measure is a cutoff measure of :data:`_PREFIX_MEASURES`,
+    else None: then pytrec_eval need not convert more than that many documents per topic."""
+    cutoffs = []
+    for measure in measures:
+        cutoff = measure.params.get("cutoff")
+        if measure.NAME not in _PREFIX_MEASURES or cutoff is None:
+            return None
+        if measure.params.get("judged_only"):
+            return None
+        cutoffs.append(cutoff)
+    return max(cutoffs, default=None)
+
+
 def _trec_eval_values(
     qrels: Qrels, answered: Run, measures: list[ir_measure_types.Measure]
 ) -> dict[str, dict[str, float]]:
     """``{str(measure): {topic: value}}`` for the answered topics, by pytrec_eval."""
     unique = list({str(measure): measure for measure in measures}.values())
     values: dict[str, dict[str, float]] = {str(measure): {} for measure in unique}
+    depth = _prefix_depth(unique)
+    if depth is not None:
+        answered = {
+            topic: {doc: docs[doc] for doc in _top(docs, depth)} if len(docs) > depth else docs
+            for topic, docs in answered.items()
+        }
     if unique and answered:
         for metric in ir_measures.iter_calc(unique, qrels, answered):
             values[str(metric.measure)][metric.query_id] = float(metric.value)
@@ -443,3 +468,11 @@ def evaluate_files(
     names = (str(qrels_path), str(run_path))
     evaluation = evaluate(load_qrels(qrels_path), read_run(run_path), measure_names, names)
     return evaluation.aggregate, evaluation.per_query
+
+
+def recall_curve(run: Run, qrels: Qrels, ks: Iterable[int] = range(1, 101)) -> dict[int, float]:
+    """Recall@k for each ``k`` (paper 002 Fig. 1): trec_eval ``recall_k`` (relevance >= 1)
+    averaged over every qrels topic, an unanswered topic counting 0."""
+    cutoffs = list(ks)
+    aggregate = evaluate(qrels, run, [recall(*cutoffs)]).aggregate
+    return {cutoff: aggregate[f"R@{cutoff}"] for cutoff in cutoffs}

@@ -849,8 +849,7 @@ def draw(
     per label value; needs ``topic_labels``) or ``rank_scatter`` (needs the ``fused`` run, read
     from ``fused_name``). ``pr_curves`` and ``ndcg_at_k`` draw, besides the runs, one curve per
     ``sweep_values`` of their ``sweep``: its configuration and input runs are ``sweep``."""
-    from hybrid_ir.evaluate import RECALL_LEVELS, evaluate
-    from hybrid_ir.sparse import recall_curve
+    from hybrid_ir.evaluate import RECALL_LEVELS, evaluate, recall_curve
 
     title = spec.get("title", Path(out_stem).name)
     stem = Path(out_stem)

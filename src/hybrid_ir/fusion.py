@@ -136,14 +136,16 @@ def linear_sweep(
 
 def _aligned(dense: dict[str, float], base: dict[str, float]):
     """Both runs' normalized scores on one document axis sorted by id descending, with masks."""
-    docs = np.array(sorted(dense.keys() | base.keys(), reverse=True), dtype=object)
-    normalized = [minmax(dense), minmax(base)]
+    order = sorted(dense.keys() | base.keys(), reverse=True)
+    position = {doc: row for row, doc in enumerate(order)}
     columns = []
-    for scores in normalized:
-        present = np.fromiter((doc in scores for doc in docs), dtype=bool, count=len(docs))
-        values = np.fromiter((scores.get(doc, 0.0) for doc in docs), dtype=float, count=len(docs))
+    for scores in (minmax(dense), minmax(base)):
+        rows = np.fromiter(map(position.__getitem__, scores), dtype=np.intp, count=len(scores))
+        values, present = np.zeros(len(order)), np.zeros(len(order), dtype=bool)
+        values[rows] = np.fromiter(scores.values(), dtype=float, count=len(scores))
+        present[rows] = True
         columns += [values, present]
-    return docs, columns[0], columns[2], columns[1], columns[3]
+    return np.array(order, dtype=object), columns[0], columns[2], columns[1], columns[3]
 
 
 def rerank(base: Run, scorer: Run, k: int = DEFAULT_K) -> Run:

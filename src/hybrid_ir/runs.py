@@ -138,15 +138,36 @@ def _block_entries(
     :func:`_parse_line`, which raises the error naming the first bad line."""
     if run_format == "trec":
         found = _TREC_LINE.findall(text)
-        if len(found) == len(_NON_BLANK_LINE.findall(text)):
-            parsed = [(topic, doc, float(score)) for topic, doc, score in found]
-            if all(math.isfinite(score) for _, _, score in parsed):
-                return parsed
+        # Every line matched: counted with str.count, blank lines (rare) by a second pass.
+        if len(found) == text.count("\n") + (not text.endswith("\n")) or len(found) == len(
+            _NON_BLANK_LINE.findall(text)
+        ):
+            scores = list(map(float, [score for _, _, score in found]))
+            if all(map(math.isfinite, scores)):
+                return [
+                    (topic, doc, score)
+                    for (topic, doc, _), score in zip(found, scores, strict=True)
+                ]
     return [
         _parse_line(line, run_format, path, first_line + offset)
         for offset, line in enumerate(text.split("\n"))
         if line.strip(ASCII_WHITESPACE)
     ]
+
+
+def _add_entries(run: Run, parsed: Iterable[tuple[str, str, float]], keep: set | None) -> None:
+    """:func:`add_entry` for each entry of a topic in ``keep`` (all if None), inlined: a run
+    file has millions of lines."""
+    docs: dict[str, float] = {}
+    current = None
+    for topic, doc, score in parsed:
+        if topic != current:
+            if keep is not None and topic not in keep:
+                continue
+            current, docs = topic, run.setdefault(topic, {})
+        best = docs.get(doc)
+        if best is None or score > best:
+            docs[doc] = score
 
 
 def read_run(
@@ -176,9 +197,7 @@ def read_run(
                 if run_format is not None:
                     parsed = _block_entries(text, run_format, path, first_line)
                     lines += len(parsed)
-                    for topic, doc, score in parsed:
-                        if keep is None or topic in keep:
-                            add_entry(run, topic, doc, score)
+                    _add_entries(run, parsed, keep)
                 first_line += text.count("\n")
             if not block:
                 break

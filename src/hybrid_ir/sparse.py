@@ -19,8 +19,9 @@ documents that share a term with the query, and :func:`hybrid_ir.runs.canonicali
 0 shares no weighted term with the query and is not returned, so a topic may hold fewer than
 ``k`` documents (or none, which the run keeps as an empty topic).
 
-:func:`grid_search_bm25`, :func:`tune_interleave` and :func:`recall_curve` are paper 002's
-k1/b grid (Appendix F), ensemble share eta (Algorithm 1, Table 2) and Recall@k curve (Fig. 1).
+:func:`grid_search_bm25` and :func:`tune_interleave` are paper 002's k1/b grid (Appendix F) and
+ensemble share eta (Algorithm 1, Table 2); its Recall@k curve (Fig. 1) is
+:func:`hybrid_ir.evaluate.recall_curve`.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from sklearn.preprocessing import normalize
 from hybrid_ir.analysis import Analyzer
 from hybrid_ir.crossval import grid, grid_search
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.evaluate import Qrels, evaluate, recall
+from hybrid_ir.evaluate import Qrels, evaluate
 from hybrid_ir.fusion import interleave
 from hybrid_ir.runs import Run, canonicalize
 
@@ -431,11 +432,3 @@ def tune_interleave(
             lambda eta: _measure_per_topic(qrels, interleave(first, second, eta, k), measure), etas
         )
     )
-
-
-def recall_curve(run: Run, qrels: Qrels, ks: Iterable[int] = range(1, 101)) -> dict[int, float]:
-    """Recall@k for each ``k`` (paper 002 Fig. 1): trec_eval ``recall_k`` (relevance >= 1)
-    averaged over every qrels topic, an unanswered topic counting 0."""
-    cutoffs = list(ks)
-    aggregate = evaluate(qrels, run, [recall(*cutoffs)]).aggregate
-    return {cutoff: aggregate[f"R@{cutoff}"] for cutoff in cutoffs}
