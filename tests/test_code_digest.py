@@ -58,12 +58,18 @@ def test_digest_covers_every_module_the_script_loads(script):
     assert loaded and loaded <= set(imported_modules(script))
 
 
-def test_a_planted_import_deep_in_the_package_enters_the_digest(tmp_path, monkeypatch):
+def _planted_package(tmp_path, monkeypatch) -> tuple[Path, Path]:
+    """A copy of the package the digests read, and a script importing its run reader."""
     package = tmp_path / "hybrid_ir"
     shutil.copytree(PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(code_digest, "PACKAGE_DIR", package)
     script = tmp_path / "import_run.py"
     script.write_text("from hybrid_ir.runs import read_run\n")
+    return package, script
+
+
+def test_a_planted_import_deep_in_the_package_enters_the_digest(tmp_path, monkeypatch):
+    package, script = _planted_package(tmp_path, monkeypatch)
     before = imported_modules(script)
     assert "hybrid_ir.runs" in before and "hybrid_ir.stats" not in before
     digest = code_digest.code_digest(script)
@@ -86,11 +92,7 @@ def test_modules_named_as_strings_are_imports(tmp_path):
 
 
 def test_the_digest_cache_recomputes_exactly_when_a_covered_file_changes(tmp_path, monkeypatch):
-    package = tmp_path / "hybrid_ir"
-    shutil.copytree(PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(code_digest, "PACKAGE_DIR", package)
-    script = tmp_path / "import_run.py"
-    script.write_text("from hybrid_ir.runs import read_run\n")
+    package, script = _planted_package(tmp_path, monkeypatch)
     store = tmp_path / ".snakemake" / "digests.json"
     first = code_digest.DigestCache(store).digest(script)
     assert first == code_digest.code_digest(script) and store.is_file()
