@@ -344,3 +344,36 @@ def test_cutoff_measures_score_the_same_on_the_first_documents_alone(seed, monke
     monkeypatch.setattr(evaluation, "_PREFIX_MEASURES", frozenset())
     assert evaluate(qrels, run, measures) == cut
     assert evaluate(qrels, run, prime) == whole
+
+
+def test_decisive_depth_is_the_largest_cutoff_of_prefix_measures_only():
+    from hybrid_ir.evaluate import decisive_depth
+
+    assert decisive_depth(["nDCG@10"]) == 10
+    assert decisive_depth(["P@5", "R(rel=2)@100", "nDCG@10"]) == 100
+    # The whole ranking matters: MAP, a judged-only measure, Judged@k (averaged over the topics
+    # keeping a judged document anywhere), and the ARQMath set (judged-only, BPref, counts).
+    for measures in (["nDCG@10", "AP"], ["nDCG(judged_only=True)@10"], ["Judged@10"], ["arqmath"]):
+        assert decisive_depth(measures) is None, measures
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_run_cut_at_the_decisive_depth_scores_as_the_whole_run(seed):
+    import random
+
+    from hybrid_ir.evaluate import decisive_depth
+    from hybrid_ir.runs import canonicalize
+
+    rng = random.Random(seed)
+    run = {
+        f"q{topic}": {f"d{doc}": float(rng.randrange(6)) for doc in rng.sample(range(80), 50)}
+        for topic in range(10)
+    }
+    qrels = {
+        f"q{topic}": {f"d{doc}": rng.randrange(0, 3) for doc in rng.sample(range(80), 30)}
+        for topic in range(11)
+    }
+    measures = ["nDCG@10", "P@5", "R@20"]
+    depth = decisive_depth(measures)
+    assert depth == 20
+    assert evaluate(qrels, canonicalize(run, depth), measures) == evaluate(qrels, run, measures)

@@ -378,6 +378,20 @@ def _prefix_depth(measures: list[ir_measure_types.Measure]) -> int | None:
     return max(cutoffs, default=None)
 
 
+def decisive_depth(measures: Sequence[str | MeasureSet]) -> int | None:
+    """How many of a topic's first documents (canonical order) decide every column of
+    ``measures``, or None when some column needs the whole ranking.
+
+    A run cut to that depth scores exactly as the whole run: every column is a cutoff measure of
+    :data:`_PREFIX_MEASURES` averaged over all topics (no Judged@k, whose averaging over topics
+    with a judged document looks at every document). A sweep can then fuse only that many.
+    """
+    columns = resolve_measures(measures)
+    if any(column.measure is None or column.averaging != ALL_TOPICS for column in columns):
+        return None
+    return _prefix_depth([column.measure for column in columns if column.measure is not None])
+
+
 def _trec_eval_values(
     qrels: Qrels, answered: Run, measures: list[ir_measure_types.Measure]
 ) -> dict[str, dict[str, float]]:

@@ -95,10 +95,13 @@ GZIP_MAGIC = b"\x1f\x8b"
 ASCII_WHITESPACE = " \t\n\r\x0b\x0c"
 _ASCII_FIELDS = re.compile(f"[{re.escape(ASCII_WHITESPACE)}]+")
 # Numbers as trec_eval reads them: ASCII digits only (Python's int() and float() would also take
-# "1_0", Arabic-Indic digits and surrounding Unicode spaces).
-ASCII_INTEGER = re.compile(r"[+-]?[0-9]+")
+# "1_0", Arabic-Indic digits and surrounding Unicode spaces). Possessive quantifiers: no part
+# can give characters back to the next, so the engine never backtracks into them (a run file's
+# reader matches millions of lines with these).
+ASCII_INTEGER = re.compile(r"[+-]?+[0-9]++")
 ASCII_NUMBER = re.compile(
-    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|nan|inf|infinity)", re.IGNORECASE
+    r"[+-]?+(?:(?:[0-9]++\.?+[0-9]*+|\.[0-9]++)(?:[eE][+-]?+[0-9]++)?+|nan|inf(?:inity)?)",
+    re.IGNORECASE,
 )
 MAX_RELEVANCE = 1000
 _relevance_limit: contextvars.ContextVar[int] = contextvars.ContextVar(

@@ -110,13 +110,13 @@ def _parse_line(
 _BLOCK_CHARS = 1 << 22
 _SPACE = "[ \t\r\x0b\x0c]"
 _NON_SPACE = "[^ \t\n\r\x0b\x0c]"
-_FIELD = f"{_NON_SPACE}+"
+_FIELD = f"{_NON_SPACE}++"
 # A TREC line exactly as _parse_line accepts it (six ASCII-whitespace-separated fields, an
 # integer rank, a number as trec_eval reads it), capturing topic, doc and score: one pass in C
 # over a block instead of a split and two matches per line in Python.
 _TREC_LINE = re.compile(
-    rf"^{_SPACE}*({_FIELD}){_SPACE}+{_FIELD}{_SPACE}+({_FIELD}){_SPACE}+"
-    rf"{ASCII_INTEGER.pattern}{_SPACE}+((?i:{ASCII_NUMBER.pattern})){_SPACE}+{_FIELD}{_SPACE}*$",
+    rf"^{_SPACE}*+({_FIELD}){_SPACE}++{_FIELD}{_SPACE}++({_FIELD}){_SPACE}++"
+    rf"{ASCII_INTEGER.pattern}{_SPACE}++((?i:{ASCII_NUMBER.pattern})){_SPACE}++{_FIELD}{_SPACE}*+$",
     re.MULTILINE,
 )
 _NON_BLANK_LINE = re.compile(rf"^{_SPACE}*{_NON_SPACE}", re.MULTILINE)

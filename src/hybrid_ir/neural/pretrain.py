@@ -615,10 +615,7 @@ def _load_model(backbone: str, tokenizer, settings: PretrainSettings):
             "MLM only)"
         )
     added = resize_embeddings(model, tokenizer)
-    # transformers wraps PreTrainedModel.to with functools.wraps(torch.nn.Module.to), so its
-    # annotated signature wrongly expects the unbound ``self`` as the first argument.
-    moved = model.to(settings.device)  # type: ignore[arg-type]
-    return moved, sorted(info["missing_keys"]), added
+    return model.to(settings.device), sorted(info["missing_keys"]), added
 
 
 def pretrain(
