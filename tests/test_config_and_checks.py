@@ -88,6 +88,8 @@ def test_paper_config_is_valid_over_the_default(config):
          "config.yaml: math_models.colbert.ncells: 0 is less than the minimum of 1"),
         (lambda c: c["math_models"]["colbert"].update(ndocs=0),
          "config.yaml: math_models.colbert.ndocs: 0 is less than the minimum of 1"),
+        (lambda c: c["structure"]["arqmath"]["approach0-pya0"].update(shards=0),
+         "config.yaml: structure.arqmath.approach0-pya0.shards: 0 is less than the minimum of 1"),
     ],
 )  # fmt: skip
 def test_schema_violations_give_one_line_naming_the_key(config, edit, message):

@@ -275,6 +275,15 @@ def test_the_paper_configuration_builds_every_table_and_figure(stand_in_mirror, 
     # Table 1's rows (1)-(4) (DPR after one epoch) and its NTCIR-12 columns.
     for run in ("arqmath/arqmath2/dpr-epoch1-bert-math-7ep", "ntcir12/concrete/dpr-epoch1-bert"):
         assert f"results/runs/{run}.trec" in outputs, run
+    # The full ARQMath's Approach0 index in 8 shard jobs, their hits merged into the run.
+    for shard in range(8):
+        assert f"results/shards/indexes/arqmath/approach0-pya0/{shard}" in outputs, shard
+        assert f"results/shards/runs/arqmath/arqmath2/approach0-pya0/{shard}.trec" in outputs
+    assert "results/indexes/arqmath/approach0-pya0" not in outputs
+    # The same run name, whole, on NTCIR-12 (its rules tell the two apart by collection).
+    assert "results/indexes/ntcir12/approach0-pya0" in outputs
+    assert "results/runs/ntcir12/concrete/approach0-pya0.trec" in outputs
+    assert "results/runs/arqmath/arqmath2/approach0-pya0.trec" in outputs
 
 
 def test_a_local_dense_model_directory_is_an_input_of_its_retriever(tmp_path):

@@ -519,3 +519,98 @@ def test_ntcir12_formula_collection_is_searched_by_structure(tmp_path):
     )
     run, _ = approach0.search(tmp_path / "ix", queries, 10)
     assert list(run["NTCIR12-MathWiki-1"])[0] == "Pythagorean_theorem:1"
+
+
+# --- sharded indexes (structure.<collection>.<name>.shards) ------------------------------------
+
+SHARD_RECORDS = [
+    {"id": "1", "title": "", "text": "Pythagoras says $a^2+b^2=c^2$ for right triangles."},
+    {"id": "2", "title": "", "text": "An integral $\\int_0^1 f(t)\\,dt$ of a function."},
+    {"id": "3", "title": "", "text": "Primes and $x^2+y^2=z^2$ in number theory."},
+    {"id": "4", "title": "", "text": "A sum $\\sum_{k=1}^n k$ of integers, and primes."},
+    {"id": "5", "title": "", "text": "Squares $p^2+q^2=r^2$ again, a right triangle."},
+]
+SHARD_QUERIES = [
+    {"id": "q1", "keywords": [{"type": "tex", "str": "x^2+y^2=z^2", "boost": 1.0}]},
+    {"id": "q2", "keywords": [{"type": "term", "str": "prime", "boost": 1.0}]},
+]
+
+
+@pytest.fixture(scope="module")
+def shard_corpus(tmp_path_factory) -> Path:
+    corpus = tmp_path_factory.mktemp("sharded") / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(record) + "\n" for record in SHARD_RECORDS))
+    return corpus
+
+
+def index_of(corpus: Path, index: Path, **shard) -> dict:
+    template, terms = DocumentTemplate("{text}"), Terms("porter")
+    return approach0.index_corpus(corpus, template, terms, index, 0.5, **shard)
+
+
+INDEX_IN_ITS_OWN_PROCESS = """
+import json, sys
+from hybrid_ir import approach0
+from hybrid_ir.structure import DocumentTemplate, Terms
+corpus, index, shard = sys.argv[1:4]
+arguments = {} if shard == "default" else {"shard": 0, "shards": 1}
+stats = approach0.index_corpus(corpus, DocumentTemplate("{text}"), Terms("porter"), index, 0.5,
+                               **arguments)
+print(json.dumps(stats))
+"""
+
+
+def test_one_shard_is_the_whole_index_byte_for_byte(shard_corpus, tmp_path):
+    """Each built by a new process, as a job builds it (see build_in_its_own_process)."""
+    stats = {}
+    for name, shard in (("whole", "default"), ("single", "0 of 1")):
+        done = subprocess.run(
+            [sys.executable, "-c", INDEX_IN_ITS_OWN_PROCESS, str(shard_corpus),
+             str(tmp_path / name), shard],
+            capture_output=True, text=True, check=False, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        stats[name] = json.loads(done.stdout.splitlines()[-1])
+        del stats[name]["seconds"]
+    assert stats["single"] == stats["whole"]
+    assert index_files(tmp_path / "single") == index_files(tmp_path / "whole") != {}
+    merged = approach0.merge_shard_searches(
+        [approach0.search(tmp_path / "single", SHARD_QUERIES, 10)], 10
+    )
+    assert merged[0] == approach0.search(tmp_path / "whole", SHARD_QUERIES, 10)[0] != {}
+
+
+def test_shards_deal_the_records_out_in_turn_and_merge_into_one_ranking(shard_corpus, tmp_path):
+    shards = 2
+    parts, stats = [], []
+    for shard in range(shards):
+        stats.append(index_of(shard_corpus, tmp_path / f"s{shard}", shard=shard, shards=shards))
+        parts.append(approach0.search(tmp_path / f"s{shard}", SHARD_QUERIES, 10))
+    assert [part["documents"] for part in stats] == [3, 2]
+    assert {doc for run, _ in parts[:1] for docs in run.values() for doc in docs} <= {"1", "3", "5"}
+    assert {doc for run, _ in parts[1:] for docs in run.values() for doc in docs} <= {"2", "4"}
+    run, facts = approach0.merge_shard_searches(parts, depth=2)
+    # Each topic: the canonical top 2 of both shards' hits (score, then id, descending).
+    for topic in ("q1", "q2"):
+        union = {doc: score for part, _ in parts for doc, score in part.get(topic, {}).items()}
+        ranked = sorted(union.items(), key=lambda item: (item[1], item[0]), reverse=True)
+        assert list(run[topic].items()) == ranked[:2]
+    assert facts["with_hits"] == 2 and facts["failed"] == {} and len(facts["shards"]) == 2
+    merged_stats = approach0.merge_shard_stats(stats)
+    assert merged_stats["documents"] == 5 and merged_stats["shards"] == 2
+    assert merged_stats["formulas"] == sum(part["formulas"] for part in stats)
+
+
+def test_a_topic_failed_on_one_shard_is_failed_naming_the_shard():
+    ok = ({"q": {"1": 2.0}}, {"topics": 1, "with_hits": 1, "without_hits": [], "failed": {}})
+    crashed = ({}, {"topics": 1, "with_hits": 0, "without_hits": [], "failed": {"q": "engine x"}})
+    _, facts = approach0.merge_shard_searches([ok, crashed], depth=5)
+    assert facts["failed"] == {"q": "shard 1: engine x"} and facts["with_hits"] == 0
+
+
+def test_more_shards_than_documents_is_an_error_naming_the_corpus(shard_corpus, tmp_path):
+    from hybrid_ir.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"corpus.jsonl: 6 shards for 5 documents .* at most 5"):
+        index_of(shard_corpus, tmp_path / "ix", shard=5, shards=6)
+    assert not (tmp_path / "ix").exists()

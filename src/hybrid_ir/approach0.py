@@ -30,10 +30,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from hybrid_ir.errors import HybridIRError, InputFormatError
+from hybrid_ir.errors import ConfigError, HybridIRError, InputFormatError
 from hybrid_ir.formats import atomic_directory, read_records
 from hybrid_ir.runs import Run, add_entry, canonicalize
 from hybrid_ir.structure import DocumentTemplate, Terms, formulas_in
@@ -117,19 +117,46 @@ def index_corpus(
     index_dir: str | Path,
     max_unparsed_rate: float,
     scratch: str | Path | None = None,
+    shard: int = 0,
+    shards: int = 1,
 ) -> dict:
-    """:func:`build_index` of every record of a canonical corpus as ``template`` renders it.
+    """:func:`build_index` of a canonical corpus's records as ``template`` renders them: every
+    record, or with ``shards`` above 1 those of shard ``shard`` (:func:`in_shard`).
 
     The records are streamed, never held together: ARQMath's 1.4M answers are several GB of
     JSON Lines. A first pass counts the lines, for the progress bar's total.
     """
+    if not 0 <= shard < shards:
+        raise ConfigError(f"structure shard {shard} does not exist: there are {shards} shards")
     where = str(corpus)
     with open(corpus, "rb") as handle:
         total = sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
-    documents = ((str(r["id"]), template.render(r, terms, where)) for r in read_records(corpus))
-    return build_index(
-        documents, index_dir, max_unparsed_rate, where=where, total=total, scratch=scratch
+    if shards > total:
+        raise ConfigError(
+            f"{where}: {shards} shards for {total} documents would leave shards empty; "
+            f"shards must be at most {total}"
+        )
+    documents = (
+        (str(record["id"]), template.render(record, terms, where))
+        for position, record in enumerate(read_records(corpus))
+        if in_shard(position, shard, shards)
     )
+    stats = build_index(
+        documents,
+        index_dir,
+        max_unparsed_rate,
+        where=where if shards == 1 else f"{where} (shard {shard} of {shards})",
+        total=len(range(shard, total, shards)),
+        scratch=scratch,
+    )
+    return stats if shards == 1 else stats | {"shard": shard, "shards": shards}
+
+
+def in_shard(position: int, shard: int, shards: int) -> bool:
+    """Whether the corpus's record at ``position`` (0-based) belongs to ``shard`` of ``shards``:
+    records are dealt out in turn, so shards differ in size by one record at most and each
+    holds a slice of every part of the corpus (threads, years), whatever its order."""
+    return position % shards == shard
 
 
 def build_index(
@@ -339,6 +366,61 @@ def search(index_dir: str | Path, queries: list[dict], depth: int) -> tuple[Run,
             elif len(results) < len(queries):
                 raise HybridIRError("the Approach0 search worker stopped early without an error")
     return _run_and_facts(results, depth)
+
+
+_SUMMED_STATS = (
+    "documents",
+    "formulas",
+    "unparsed_formulas",
+    "rejected_documents",
+    "documents_with_unparsed_formulas",
+    "index_files",
+    "size_bytes",
+)
+
+
+def merge_shard_stats(parts: Sequence[dict]) -> dict:
+    """The statistics of a sharded index as one index's (counts and sizes summed, the unparsed
+    rate over all formulas), with the shard count, each shard's build time and the slowest's:
+    the shards are built in parallel jobs, so the slowest is the index's wall time."""
+    stats = {key: sum(part[key] for part in parts) for key in _SUMMED_STATS}
+    formulas = stats["formulas"]
+    stats["unparsed_rate"] = round(stats["unparsed_formulas"] / formulas, 6) if formulas else 0.0
+    seconds = [part["seconds"] for part in parts]
+    return stats | {"shards": len(parts), "seconds": max(seconds), "shard_seconds": seconds}
+
+
+def merge_shard_searches(parts: Sequence[tuple[Run, dict]], depth: int) -> tuple[Run, dict]:
+    """One run and its facts from the searches of every shard of an index (``(run, facts)`` in
+    shard order): each topic's canonical top ``depth`` of all shards' hits.
+
+    The shards hold disjoint documents, so a topic's hits are the union of its shards' hits;
+    each shard's top ``depth`` holds every document of the union's top ``depth`` it has. A
+    topic that failed on any shard is failed (its run lacks that shard's documents), named with
+    the shard; the shards' own facts are kept under ``shards``.
+    """
+    run: Run = {}
+    failed: dict[str, str] = {}
+    for number, (part, facts) in enumerate(parts):
+        for topic, docs in part.items():
+            for doc, score in docs.items():
+                add_entry(run, topic, doc, score)
+        for topic, reason in facts["failed"].items():
+            failed.setdefault(topic, f"shard {number}: {reason}")
+    topics = max((facts["topics"] for _, facts in parts), default=0)
+    merged = canonicalize(run, depth)
+    answered = {topic for topic, docs in merged.items() if docs}
+    without_hits = sorted(
+        {topic for _, facts in parts for topic in facts["without_hits"]} - answered - set(failed)
+    )
+    facts = {
+        "topics": topics,
+        "with_hits": len(answered - set(failed)),
+        "without_hits": without_hits,
+        "failed": failed,
+        "shards": [facts for _, facts in parts],
+    }
+    return merged, facts
 
 
 def _worker_environment() -> dict:

@@ -42,6 +42,24 @@ def structure_queries(collection: str, topic_set: str, system: str) -> str:
     return f"{RESULTS}/runs/{collection}/{topic_set}/{system}.queries.jsonl"
 
 
+def structure_shard(collection: str, name: str, shard: str) -> str:
+    """One shard of a sharded Approach0 index (``structure.<collection>.<name>.shards``)."""
+    return f"{RESULTS}/shards/indexes/{collection}/{name}/{shard}"
+
+
+def structure_shard_stats(collection: str, name: str, shard: str) -> str:
+    return f"{RESULTS}/shards/indexes/{collection}/{name}/{shard}.stats.json"
+
+
+def structure_shard_run(collection: str, topic_set: str, system: str, shard: str) -> str:
+    """A topic set searched on one shard of a sharded Approach0 index, before the merge."""
+    return f"{RESULTS}/shards/runs/{collection}/{topic_set}/{system}/{shard}.trec"
+
+
+def structure_shard_facts(collection: str, topic_set: str, system: str, shard: str) -> str:
+    return f"{RESULTS}/shards/runs/{collection}/{topic_set}/{system}/{shard}.facts.json"
+
+
 def evaluation(collection: str, topic_set: str, system: str, qrels_set: str) -> str:
     return f"{RESULTS}/eval/{collection}/{topic_set}/{system}.{qrels_set}.json"
 

@@ -29,21 +29,24 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Generic, Self, TypeAlias, TypeVar
 
 import numpy as np
 from scipy import sparse
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer, TfidfVectorizer
 from sklearn.preprocessing import normalize
 
-from hybrid_ir.analysis import Analyzer
 from hybrid_ir.crossval import grid, grid_search
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.evaluate import Qrels, evaluate
 from hybrid_ir.fusion import interleave
 from hybrid_ir.runs import Run, canonicalize
 
-TextAnalyzer = Analyzer | Callable[[str], list[str]]
+if TYPE_CHECKING:
+    # spaCy takes about 5 s to import: only a job with an analyzer loads it (hybrid_ir.retrieval).
+    from hybrid_ir.analysis import Analyzer
+
+TextAnalyzer: TypeAlias = "Analyzer | Callable[[str], list[str]]"
 """An :class:`~hybrid_ir.analysis.Analyzer` (batched) or any ``text -> terms`` function."""
 
 K1S: tuple[float, ...] = (1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0)
@@ -76,8 +79,9 @@ def record_texts(
 
 
 def _analyze(analyzer: TextAnalyzer, texts: Sequence[str]) -> list[list[str]]:
-    if isinstance(analyzer, Analyzer):
-        return analyzer.analyze_many(texts)
+    analyze_many = getattr(analyzer, "analyze_many", None)
+    if analyze_many is not None:  # an Analyzer: batched through spaCy's pipe
+        return analyze_many(texts)
     return [list(analyzer(text)) for text in texts]
 
 

@@ -218,6 +218,29 @@ def retriever_inputs(wildcards):
     return inputs
 
 
+def structure_names(sharded, per_topics=False):
+    """The `system` constraint of the structure-search rules of indexes split into shards (or
+    not). One run name may be sharded in one collection and whole in another, so each name only
+    matches right after its collection's directory (and topic set's, with `per_topics`)."""
+    scopes = []
+    for collection, entries in STRUCTURE.items():
+        for name, entry in entries.items():
+            if (entry["shards"] > 1) != sharded:
+                continue
+            folders = (
+                [f"{collection}/{topics}" for topics in entry["topics"]]
+                if per_topics
+                else [collection]
+            )
+            scopes += [f"(?<=/{re.escape(folder)}/){re.escape(name)}" for folder in folders]
+    return "|".join(sorted(scopes)) or "(?!)"
+
+
+def structure_shards(wildcards):
+    """The shard numbers of a sharded structure-search run's index."""
+    return range(STRUCTURE[wildcards.collection][wildcards.system]["shards"])
+
+
 def structure_query_inputs(wildcards):
     """A structure-search topic set's topics, and pya0's keyword file for it if configured."""
     entry = STRUCTURE[wildcards.collection][wildcards.system]

@@ -1,4 +1,5 @@
-"""Snakemake adapter: an Approach0 index of a collection's canonical corpus.
+"""Snakemake adapter: an Approach0 index of a collection's canonical corpus, or of one shard of
+it (``params.shard`` of ``params.shards``).
 
 The index (many small files) is built in a temporary directory, in ``structure_scratch`` where
 that has room for it, else in the job's tmpdir (Snakemake's ``tmpdir`` resource), and moved
@@ -34,6 +35,8 @@ def main():
         snakemake.output.index,
         entry["max_unparsed_rate"],
         scratch=scratch,
+        shard=snakemake.params.shard,
+        shards=snakemake.params.shards,
     )
     logging.info("index statistics: %s", json.dumps(stats, sort_keys=True))
     with atomic_output(snakemake.output.stats) as out:

@@ -1,4 +1,5 @@
-"""Snakemake adapter: one topic set searched with Approach0 (pya0 in a worker process)."""
+"""Snakemake adapter: one topic set searched with Approach0 (pya0 in a worker process), on a
+whole index or on one shard of it."""
 
 import json
 import logging
@@ -14,7 +15,7 @@ def main():
     with open(snakemake.input.queries, encoding="utf-8") as handle:
         queries = [json.loads(line) for line in handle]
     run, facts = search(snakemake.input.index, queries, depth)
-    lines = write_run(run, snakemake.output.run, tag=snakemake.wildcards.system, k=depth)
+    lines = write_run(run, snakemake.output.run, tag=snakemake.params.tag, k=depth)
     facts |= {"model": "approach0 (pya0 0.3.7)", "lines": lines, "depth": depth}
     logging.info("%s", json.dumps(facts, sort_keys=True))
     with atomic_output(snakemake.output.facts) as out:
