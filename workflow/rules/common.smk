@@ -221,7 +221,8 @@ def retriever_inputs(wildcards):
 def structure_names(sharded, per_topics=False):
     """The `system` constraint of the structure-search rules of indexes split into shards (or
     not). One run name may be sharded in one collection and whole in another, so each name only
-    matches right after its collection's directory (and topic set's, with `per_topics`)."""
+    matches right after its collection's directory (and topic set's, with `per_topics`).
+    """
     scopes = []
     for collection, entries in STRUCTURE.items():
         for name, entry in entries.items():
@@ -232,7 +233,9 @@ def structure_names(sharded, per_topics=False):
                 if per_topics
                 else [collection]
             )
-            scopes += [f"(?<=/{re.escape(folder)}/){re.escape(name)}" for folder in folders]
+            scopes += [
+                f"(?<=/{re.escape(folder)}/){re.escape(name)}" for folder in folders
+            ]
     return "|".join(sorted(scopes)) or "(?!)"
 
 
