@@ -392,7 +392,8 @@ def stage_bm25_search(workdir: Path, answers: int) -> dict:
             "wall_s": time.perf_counter() - started}  # fmt: skip
 
 
-def stage_approach0_index(workdir: Path, answers: int) -> dict:
+def approach0_build(workdir: Path, name: str, shard: int = 0, shards: int = 1) -> dict:
+    """One Approach0 index (or shard) of the size's corpus under ``$SCALE_APPROACH0_DIR``."""
     from hybrid_ir.approach0 import index_corpus
     from hybrid_ir.structure import DocumentTemplate, Terms
 
@@ -401,8 +402,10 @@ def stage_approach0_index(workdir: Path, answers: int) -> dict:
         workdir / "corpus.jsonl",
         DocumentTemplate(DOCUMENT),
         Terms(STEMMER),
-        Path(os.environ["SCALE_APPROACH0_DIR"]) / "approach0",
+        Path(os.environ["SCALE_APPROACH0_DIR"]) / name,
         MAX_UNPARSED_RATE,
+        shard=shard,
+        shards=shards,
     )
     wall = time.perf_counter() - started
     return {"docs": stats["documents"], "wall_s": wall, "bytes": stats["size_bytes"],
@@ -410,25 +413,13 @@ def stage_approach0_index(workdir: Path, answers: int) -> dict:
             "files": stats["index_files"]}  # fmt: skip
 
 
-def stage_approach0_shard(workdir: Path, answers: int) -> dict:
-    from hybrid_ir.approach0 import index_corpus
-    from hybrid_ir.structure import DocumentTemplate, Terms
+def stage_approach0_index(workdir: Path, answers: int) -> dict:
+    return approach0_build(workdir, "approach0")
 
+
+def stage_approach0_shard(workdir: Path, answers: int) -> dict:
     shards = int(os.environ["SCALE_APPROACH0_SHARDS"])
-    started = time.perf_counter()
-    stats = index_corpus(
-        workdir / "corpus.jsonl",
-        DocumentTemplate(DOCUMENT),
-        Terms(STEMMER),
-        Path(os.environ["SCALE_APPROACH0_DIR"]) / "approach0-shard",
-        MAX_UNPARSED_RATE,
-        shard=0,
-        shards=shards,
-    )
-    wall = time.perf_counter() - started
-    return {"docs": stats["documents"], "wall_s": wall, "bytes": stats["size_bytes"],
-            "formulas": stats["formulas"], "files": stats["index_files"],
-            "shards": shards}  # fmt: skip
+    return approach0_build(workdir, "approach0-shard", 0, shards) | {"shards": shards}
 
 
 def stage_dense_encode(workdir: Path, answers: int) -> dict:
