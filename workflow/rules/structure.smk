@@ -68,7 +68,6 @@ rule structure_search:
     params:
         code=code_version("structure_search"),
         depth=lambda w: STRUCTURE[w.collection][w.system]["depth"],
-        tag=lambda w: w.system,
     script:
         "../scripts/structure_search.py"
 
@@ -152,7 +151,6 @@ rule structure_shard_search:
     params:
         code=code_version("structure_search"),
         depth=lambda w: STRUCTURE[w.collection][w.system]["depth"],
-        tag=lambda w: w.system,
     script:
         "../scripts/structure_search.py"
 

@@ -15,7 +15,7 @@ def main():
     with open(snakemake.input.queries, encoding="utf-8") as handle:
         queries = [json.loads(line) for line in handle]
     run, facts = search(snakemake.input.index, queries, depth)
-    lines = write_run(run, snakemake.output.run, tag=snakemake.params.tag, k=depth)
+    lines = write_run(run, snakemake.output.run, tag=snakemake.wildcards.system, k=depth)
     facts |= {"model": "approach0 (pya0 0.3.7)", "lines": lines, "depth": depth}
     logging.info("%s", json.dumps(facts, sort_keys=True))
     with atomic_output(snakemake.output.facts) as out:
