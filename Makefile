@@ -72,6 +72,7 @@ benchmark: setup
 	$(BIN)/python benchmarks/sparse_dense.py
 	$(BIN)/python benchmarks/math_models.py
 	$(BIN)/python benchmarks/cpu_precision.py
+	$(BIN)/python benchmarks/training_loops.py
 	$(BIN)/python benchmarks/structure.py
 	$(BIN)/python benchmarks/askme_scale.py --documents 100000 1000000
 	$(BIN)/python benchmarks/scale.py

@@ -72,6 +72,26 @@ def make_tiny_bert(path: Path, seed: int = 0) -> Path:
     return path
 
 
+PAPER_UNPINNED = (
+    "approach0/dpr-bertnsp-220", "approach0/colbert-bertnsp-600",
+    "shauryr/arqmath-roberta-base-1.5M", "allenai/specter2", "allenai/specter2_adhoc_query",
+)  # fmt: skip
+"""The hub models configs/paper.yaml names without a pin (`hybrid-ir hub pin` adds them)."""
+
+
+def paper_pins(directory: Path) -> Path:
+    """An overlay pinning :data:`PAPER_UNPINNED` to made-up commits, for tests that build the
+    paper configuration's DAG without fetching anything."""
+    import hashlib
+
+    import yaml
+
+    pins = {m: {"revision": hashlib.sha1(m.encode()).hexdigest()} for m in PAPER_UNPINNED}
+    path = directory / "paper-pins.yaml"
+    path.write_text(yaml.safe_dump({"hub_models": pins}))
+    return path
+
+
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> Path:
     return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert") / "model")

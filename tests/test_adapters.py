@@ -378,6 +378,8 @@ def test_the_schema_accepts_the_adapter_params_and_names_a_misspelt_one():
     }
     valid = copy.deepcopy(config)
     valid["retrievers"]["cf"]["dense-specter2-adapters"] = {"model": "dense", "params": specter2}
+    commit = "3447645e1def9117997203454fa4495937bfbd83"
+    valid["hub_models"] = {name: {"revision": commit} for name in specter2.values() if "/" in name}
     validate_config(valid, schema, "config.yaml")
     assert valid["retrievers"]["cf"]["dense-specter2-adapters"]["params"] == specter2
     misspelt = copy.deepcopy(config)

@@ -285,7 +285,7 @@ def stored_index(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
 
     root = tmp_path_factory.mktemp(f"stored-{request.param}")
     write_records(root / "corpus.jsonl", STORED)
-    build_bm25_index(root / "corpus.jsonl", root / "index", request.param)
+    build_bm25_index(root / "corpus.jsonl", root / "index", request.param, store_raw=True)
     return root / "index"
 
 
@@ -298,6 +298,40 @@ def test_stored_documents_are_the_indexed_records(stored_index) -> None:
         assert documents.get(record["id"]) == record
     assert documents.get("s9") is None
     assert documents.lookups == len(STORED) + 1
+
+
+@pytest.mark.lucene
+def test_an_index_without_raw_documents_searches_the_same_and_refuses_lookups(
+    stored_index, tmp_path
+) -> None:
+    from hybrid_ir.formats import write_records
+    from hybrid_ir.lucene.index import build_bm25_index
+    from hybrid_ir.lucene.search import bm25_search
+    from hybrid_ir.lucene.stored import StoredDocuments
+
+    layout = stored_index.parent.name.removeprefix("stored-").rstrip("0123456789")
+    write_records(tmp_path / "corpus.jsonl", STORED)
+    build_bm25_index(tmp_path / "corpus.jsonl", tmp_path / "index", layout)
+    write_records(
+        tmp_path / "topics.jsonl",
+        [
+            {"id": "q1", "title": None, "text": "cancer risk"},
+            {"id": "s3", "title": None, "text": "zz"},
+        ],
+    )
+    runs = {}
+    for name, index in (("raw", stored_index), ("no-raw", tmp_path / "index")):
+        runs[name] = tmp_path / f"{name}.trec"
+        settings = {"layout": layout, "k1": 0.9, "b": 0.4, "depth": 10, "tag": "bm25"}
+        bm25_search(index, tmp_path / "topics.jsonl", runs[name], remove_query=True,
+                    query_fields=["text"], **settings)  # fmt: skip
+    assert runs["raw"].read_bytes() == runs["no-raw"].read_bytes()
+    found = [line.split()[:3] for line in runs["raw"].read_text().splitlines()]
+    # q1: the three documents holding a query word; s3 finds every document but itself.
+    assert sorted(doc for topic, _, doc in found if topic == "q1") == ["s1", "s2", "s3"]
+    assert sorted(doc for topic, _, doc in found if topic == "s3") == ["s1", "s2", "s4"]
+    with pytest.raises(HybridIRError, match="without -storeRaw.*askme"):
+        StoredDocuments(tmp_path / "index").get("s1")
 
 
 @pytest.mark.lucene

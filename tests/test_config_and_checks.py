@@ -27,12 +27,14 @@ def test_default_config_is_valid(config):
     validate_config(config, SCHEMA, "config.yaml")
 
 
-def test_paper_config_is_valid_over_the_default(config):
+def test_paper_config_is_valid_over_the_default(config, tmp_path):
+    from conftest import paper_pins
     from snakemake.utils import update_config
 
     from hybrid_ir.config import config_layers, merged_config
 
-    layers = config_layers([REPO / "config.yaml", REPO / "configs" / "paper.yaml"], {})
+    paper = [REPO / "config.yaml", REPO / "configs" / "paper.yaml", paper_pins(tmp_path)]
+    layers = config_layers(paper, {})
     merged = merged_config(layers)
     validate_config(merged, SCHEMA, "configs/paper.yaml")
     assert merged["math_models"]["pretraining"]["epochs"] == 7
@@ -42,6 +44,7 @@ def test_paper_config_is_valid_over_the_default(config):
     # is refused, never trained silently for the default's 150 steps.
     with open(REPO / "configs" / "paper.yaml", encoding="utf-8") as handle:
         update_config(config, yaml.safe_load(handle))
+    update_config(config, yaml.safe_load(paper_pins(tmp_path).read_text()))
     with pytest.raises(ConfigError, match="math_models.pretraining: sets both steps and epochs"):
         validate_config(config, SCHEMA, "configs/paper.yaml")
 

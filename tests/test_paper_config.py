@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import PAPER_UNPINNED, paper_pins
 
 from hybrid_ir.cli import main
 from hybrid_ir.config import config_layers, merged_config, resolve_overrides
@@ -230,11 +232,17 @@ def _outputs(dry_run: subprocess.CompletedProcess) -> set[str]:
     return outputs
 
 
+PINNED = [
+    "bert-base-uncased", "roberta-base", "allenai/scibert_scivocab_uncased",
+    "allenai/specter2_base",
+]  # fmt: skip
+
+
 def test_a_full_collection_missing_from_the_manifest_is_one_line_with_the_command(
-    stand_in_mirror,
+    stand_in_mirror, tmp_path
 ):
     mirror, manifest = stand_in_mirror
-    done = _dry_run(mirror, manifest, "configs/paper.yaml")
+    done = _dry_run(mirror, manifest, "configs/paper.yaml", str(paper_pins(tmp_path)))
     assert done.returncode != 0
     said = (done.stdout + done.stderr).splitlines()
     problem = next(line for line in said if "is not in the manifest" in line)
@@ -256,15 +264,42 @@ EXPECTED_FIGURES = [
 ]  # fmt: skip
 
 
-def test_the_paper_configuration_builds_every_table_and_figure(stand_in_mirror, capsys):
+def test_the_paper_configuration_builds_every_table_and_figure(
+    stand_in_mirror, capsys, tmp_path, monkeypatch
+):
+    from hub_server import LocalHub
+
     mirror, manifest = stand_in_mirror
     files = [str(mirror / path) for path in FULL_COLLECTIONS]
     added = ["manifest", "add", *files, "--mirror", str(mirror), "--manifest", str(manifest)]
     assert main(added) == 0
     assert capsys.readouterr().out.count("written") == len(FULL_COLLECTIONS)
+    # The hub models configs/paper.yaml could not pin here stop the DAG, one line each ...
     done = _dry_run(mirror, manifest, "configs/paper.yaml")
+    assert done.returncode != 0
+    said = done.stdout + done.stderr
+    assert "hub model 'approach0/dpr-bertnsp-220' has no pinned revision" in said
+    # ... until `hybrid-ir hub pin --write` adds the commits a hub serves (here a local one).
+    paper = tmp_path / "paper.yaml"
+    shutil.copyfile(REPO / "configs/paper.yaml", paper)
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "config.json").write_text("{}")
+    commits = {model: hashlib.sha1(model.encode()).hexdigest() for model in PAPER_UNPINNED}
+    with LocalHub({model: {commit: served} for model, commit in commits.items()}) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setattr("huggingface_hub.constants.ENDPOINT", hub.url)
+        argv = ["hub", "pin", "--base", str(REPO / "config.yaml"), "--configfile", str(paper)]
+        assert main([*argv, "--write", str(paper)]) == 0
+    assert capsys.readouterr().out.count("pinned") == len(PAPER_UNPINNED)
+    pins = yaml.safe_load(paper.read_text())["hub_models"]
+    assert {model: pin["revision"] for model, pin in pins.items() if model in commits} == commits
+    assert set(pins) == {*PAPER_UNPINNED, *PINNED}
+    done = _dry_run(mirror, manifest, str(paper))
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     outputs = _outputs(done)
+    for model, pin in pins.items():  # each fetched once, on the submit host
+        assert f"results/models/hub/{model}/{pin['revision']}" in outputs, model
     for table in EXPECTED_TABLES:
         assert f"results/tables/{table}.md" in outputs, table
     for figure in EXPECTED_FIGURES:
@@ -290,8 +325,10 @@ def test_a_local_dense_model_directory_is_an_input_of_its_retriever(tmp_path):
     model = tmp_path / "my-specter2"
     model.mkdir()
     overlay = tmp_path / "local.yaml"
+    commit = hashlib.sha1(b"allenai/specter2").hexdigest()
     overlay.write_text(yaml.safe_dump({"retrievers": {"cf": {"dense-minilm": {"params": {
-        "model": str(model), "document_adapter": "allenai/specter2"}}}}}))  # fmt: skip
+        "model": str(model), "document_adapter": "allenai/specter2"}}}},
+        "hub_models": {"allenai/specter2": {"revision": commit}}}))  # fmt: skip
     command = [
         str(SNAKEMAKE), "--dry-run", "--forcerun", "retrieve", "--nolock", "--cores", "1",
         "--configfile", str(overlay), "--", "results/runs/cf/all/dense-minilm.trec",
@@ -300,4 +337,6 @@ def test_a_local_dense_model_directory_is_an_input_of_its_retriever(tmp_path):
     assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
     job = done.stdout[done.stdout.index("rule retrieve:") :]
     inputs = next(line for line in job.splitlines() if line.strip().startswith("input:"))
-    assert str(model) in inputs and "specter2" not in inputs.replace(str(model), "")
+    adapter = f"results/models/hub/allenai/specter2/{commit}"
+    assert str(model) in inputs and adapter in inputs
+    assert "rule fetch_hub_model:" in done.stdout

@@ -241,12 +241,15 @@ def paper_mirror(tmp_path_factory) -> tuple[Path, Path]:
 PAPER = "configs/paper.yaml"
 
 
-def test_the_paper_configuration_asks_the_cluster_for_gpus_where_it_trains(paper_mirror):
+def test_the_paper_configuration_asks_the_cluster_for_gpus_where_it_trains(paper_mirror, tmp_path):
+    from conftest import paper_pins
+
     mirror, manifest = paper_mirror
     # A dry run caps threads at --cores (1 when not given), a SLURM run does not: --cores 1024
     # only lifts that cap, so what is printed is what sbatch would be asked for.
     done = _snakemake(
         "--profile", "profiles/slurm", "--cores", "1024", "--configfile", PAPER,
+        str(paper_pins(tmp_path)),
         "--config", f"manifest={manifest}",
         env={"HYBRID_IR_MIRROR": str(mirror), "HYBRID_IR_SLURM_PARTITION": ""},
     )  # fmt: skip

@@ -23,8 +23,8 @@ from test_colbert import WORDS, _tiny_bert
 
 from hybrid_ir.config import math_model_runs, systems, validate_config
 from hybrid_ir.errors import ConfigError, InputFormatError
+from hybrid_ir.hub import local_checkpoint
 from hybrid_ir.neural.encoders import Job, encoder, model_texts
-from hybrid_ir.neural.models import local_checkpoint
 from hybrid_ir.runs import write_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -98,10 +98,17 @@ def trained_runs(fine_tuned, documents, tmp_path_factory, extensions_dir) -> dic
 
 
 def _math_config(released: dict, rerankers: dict | None = None) -> dict:
-    """The default configuration with these released runs (and re-rankers)."""
+    """The default configuration with these released runs (and re-rankers), each hub id among
+    their checkpoints pinned."""
+    from hybrid_ir.hub import is_hub_id
+
     loaded = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
     loaded["math_models"]["released"] = released
     loaded["math_models"]["rerankers"] |= rerankers or {}
+    checkpoints = [e["checkpoint"] for e in [*released.values(), *(rerankers or {}).values()]
+                   if "checkpoint" in e]  # fmt: skip
+    commit = "86b5e0934494bd15c9632b12f734a8a67f723594"
+    loaded["hub_models"] = {c: {"revision": commit} for c in checkpoints if is_hub_id(c)}
     return loaded
 
 
@@ -284,13 +291,15 @@ def test_bad_released_entries_are_config_errors_naming_the_key(released, reranke
         validate_config(config, SCHEMA, "config.yaml")
 
 
-def _dry_run(tmp_path: Path, math: dict, *targets: str) -> subprocess.CompletedProcess:
+def _dry_run(
+    tmp_path: Path, math: dict, *targets: str, pins: dict | None = None
+) -> subprocess.CompletedProcess:
     """``snakemake -n`` of targets in the repository, with ``math`` (released runs, unless it
-    names its sections) layered over config.yaml's math_models (jobs already done there do not
-    show; training would, were it needed)."""
+    names its sections) and hub ``pins`` layered over config.yaml (jobs already done there do
+    not show; training would, were it needed)."""
     sections = math if {"released", "rerankers"} & set(math) else {"released": math}
     layer = tmp_path / "released.yaml"
-    layer.write_text(yaml.safe_dump({"math_models": sections}))
+    layer.write_text(yaml.safe_dump({"math_models": sections, "hub_models": pins or {}}))
     env = {key: value for key, value in os.environ.items() if key != "HYBRID_IR_MIRROR"}
     command = [str(SNAKEMAKE), "-n", "--nolock", "--cores", "1", "--directory", str(REPO)]
     command += ["--snakefile", str(REPO / "Snakefile"), *targets, "--configfile", str(layer)]
@@ -322,13 +331,26 @@ def test_a_released_run_has_no_training_job_and_its_local_checkpoint_is_an_input
     assert str(checkpoint) in jobs["encoder_search"][0].split(", ")
 
 
-def test_a_released_hub_id_is_no_input_file(tmp_path):
+def test_a_released_hub_id_is_fetched_on_the_submit_host_and_read_from_the_cache(tmp_path):
     released = {"authors-colbert": {"encoder": "colbert", "checkpoint": "approach0/colbert-x"}}
-    result = _dry_run(tmp_path, released, "results/indexes/arqmath/authors-colbert")
+    target = "results/indexes/arqmath/authors-colbert"
+    unpinned = _dry_run(tmp_path, released, target)
+    assert unpinned.returncode != 0
+    assert (
+        "math_models.released.authors-colbert.checkpoint: hub model 'approach0/colbert-x' has "
+        "no pinned revision"
+    ) in unpinned.stderr + unpinned.stdout
+    commit = "4e7c0a3b5d8f9e1a2b3c4d5e6f708192a3b4c5d6"
+    pins = {"approach0/colbert-x": {"revision": commit}}
+    result = _dry_run(tmp_path, released, target, pins=pins)
     assert result.returncode == 0, result.stderr[-3000:]
     jobs = _jobs(result.stdout + result.stderr)
     assert "finetune" not in jobs
-    assert "approach0/colbert-x" not in jobs["encoder_index"][0]
+    assert len(jobs["fetch_hub_model"]) == 1
+    cache = f"results/models/hub/approach0/colbert-x/{commit}"
+    assert cache in jobs["encoder_index"][0].split(", ")
+    fetch = result.stdout[result.stdout.index("rule fetch_hub_model:") :]
+    assert fetch.splitlines()[1].split() == ["output:", cache]
 
 
 def test_rerankers_with_released_models_have_no_training_job(tmp_path):

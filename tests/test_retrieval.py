@@ -244,7 +244,7 @@ def lucene_index(files, tmp_path_factory) -> Path:
     from hybrid_ir.lucene.index import build_bm25_index
 
     index = tmp_path_factory.mktemp("askme") / "bm25-flat"
-    build_bm25_index(files["corpus"], index, "flat")
+    build_bm25_index(files["corpus"], index, "flat", store_raw=True)
     return index
 
 

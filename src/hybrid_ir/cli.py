@@ -45,8 +45,26 @@ def _config(args: argparse.Namespace) -> None:
 
     config = merged_config(config_layers([args.base, *args.configfile], {}))
     schema = Path(args.base).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
-    validate_config(config, schema)
+    validate_config(config, schema, require_pins=False)  # the plan does not need the hub
     print(yaml.safe_dump({"training": training_plan(config)}, sort_keys=False), end="")
+
+
+def _hub_pin(args: argparse.Namespace) -> None:
+    from hybrid_ir.config import config_layers, merged_config, validate_config
+    from hybrid_ir.hub import current_revisions, hub_references, pin_lines, write_pins
+
+    config = merged_config(config_layers([args.base, *args.configfile], {}))
+    schema = Path(args.base).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
+    validate_config(config, schema, require_pins=False)
+    pinned = config["hub_models"]
+    missing = [model for model in hub_references(config) if model not in pinned]
+    revisions = current_revisions(missing)
+    if args.write:
+        write_pins(Path(args.write), revisions)
+        for model, revision in revisions.items():
+            print(f"{args.write}: pinned {model} at {revision}")
+    else:
+        print("\n".join(pin_lines(revisions)))
 
 
 def _fetch(args: argparse.Namespace) -> None:
@@ -348,6 +366,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     config.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
     config.set_defaults(handler=_config)
+
+    hub = command("hub", help="hub models a configuration names")
+    hub_commands = hub.add_subparsers(dest="hub_command", required=True)
+    pin = hub_commands.add_parser(
+        "pin",
+        formatter_class=_HelpFormatter,
+        help="ask the hub (HF_ENDPOINT, if set) for the commit of every unpinned hub model",
+        description="ask the hub (HF_ENDPOINT, if set) for the commit it serves now of every "
+        "hub model the configuration names without a pin; print the hub_models lines, or add "
+        "them to a configuration file",
+    )
+    pin.add_argument("--configfile", nargs="*", default=[], help="overlays, lowest priority first")
+    pin.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
+    pin.add_argument(
+        "--write", default=None, help="configuration file to add the pins to (default: print them)"
+    )
+    pin.set_defaults(handler=_hub_pin)
 
     fetch = command(
         "fetch", help="copy raw files from the mirror (or download them) and verify sha256"

@@ -14,9 +14,9 @@ import yaml
 from hybrid_ir.checks import topic_sets
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.formats import load_yaml
+from hybrid_ir.hub import check_pins, local_checkpoint
 from hybrid_ir.neural.distributed import accumulation_steps
 from hybrid_ir.neural.encoders import ENCODERS
-from hybrid_ir.neural.models import local_checkpoint
 from hybrid_ir.tables import row_sources, table_groups
 
 
@@ -187,7 +187,9 @@ def _check_training_lengths(config: dict, source: str) -> None:
             )
 
 
-def validate_config(config: dict, schema_path: str | Path, source: str = "config") -> None:
+def validate_config(
+    config: dict, schema_path: str | Path, source: str = "config", require_pins: bool = True
+) -> None:
     """Fill in the schema's defaults, then raise :class:`ConfigError` with one line naming the
     first offending key; every default lives in the schema, so rules and scripts read
     ``config[...]`` directly."""
@@ -209,6 +211,8 @@ def validate_config(config: dict, schema_path: str | Path, source: str = "config
     expand_topic_lists(config, source)
     _derive_defaults(config)
     _check_references(config, source)
+    if require_pins:
+        check_pins(config, source)
     _check_resources(config, set(schema["properties"]["resources"]["properties"]), source)
     _check_batches(config, source)
 

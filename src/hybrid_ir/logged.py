@@ -72,10 +72,32 @@ def inject_fault(rule: str, environ: Mapping[str, str] = os.environ) -> None:
         time.sleep(60)
 
 
-def run_step(job: Any, step: Callable[[], object], raw: Mapping[str, str] | None = None) -> None:
+def set_hub_access(allowed: bool) -> None:
+    """Allow or forbid this process's requests to the hub (huggingface_hub's offline mode,
+    which transformers follows too), also when the client was imported already."""
+    value = "0" if allowed else "1"
+    os.environ["HF_HUB_OFFLINE"] = os.environ["TRANSFORMERS_OFFLINE"] = value
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:
+        vars(constants)["HF_HUB_OFFLINE"] = not allowed  # read once, at its import
+
+
+def run_step(
+    job: Any,
+    step: Callable[[], object],
+    raw: Mapping[str, str] | None = None,
+    hub_access: bool = False,
+) -> None:
     """Run ``step`` for the Snakemake ``job`` (the ``snakemake`` object of a script): logging
     to its log file, with the job's configured input limits in force, and then a provenance
-    record per output (``raw``: the raw files, mirror path -> sha256, the job fetched)."""
+    record per output (``raw``: the raw files, mirror path -> sha256, the job fetched; read
+    after ``step``, which may fill it in).
+
+    Only a step with ``hub_access`` (the fetch of a pinned hub model) may reach the model hub:
+    every other job reads the models the workflow fetched into its cache, so compute nodes
+    need no internet, and a model outside that cache fails the job instead of downloading.
+    """
+    set_hub_access(hub_access)
     log_path = job.log[0] if job.log else None
     console = os.fdopen(os.dup(2), "w", buffering=1)
     if log_path:

@@ -23,12 +23,14 @@ from hybrid_ir.config import (
     validate_config,
 )
 from hybrid_ir.neural.encoders import ENCODERS
-from hybrid_ir.neural.models import local_checkpoint
+from hybrid_ir.neural.released import checkpoint_input
+from hybrid_ir.hub import local_checkpoint
 from hybrid_ir.report import BEYOND, paper_category
 from hybrid_ir.report import category as report_category
 from hybrid_ir.tables import row_sources, source_key, table_groups
 from hybrid_ir.errors import HybridIRError
 from hybrid_ir.fetch import load_manifest, mirror_root
+from hybrid_ir.hub import cache_dir as hub_cache_dir, hub_references, use_model_cache
 
 try:
     resolve_overrides(
@@ -50,6 +52,12 @@ try:
     MANIFEST = load_manifest(config["manifest"])
     EXPECTED = load_expected(config["expected"])
     fill_published(config, EXPECTED)
+    # Pinned hub models, fetched by the local rule fetch_hub_model; every job reads the cache.
+    HUB_MODELS = {
+        model: config["hub_models"][model]["revision"]
+        for model in hub_references(config)
+    }
+    use_model_cache(config)
 except (HybridIRError, OSError) as error:
     raise WorkflowError(f"hybrid-ir: {error}") from None
 for _warning in config_warnings(config):
@@ -188,6 +196,12 @@ def run_path(collection, topics, system):
 
 # Dense retriever params that name a model or adapter: a hub id, or a local directory.
 DENSE_MODEL_KEYS = ("model", "query_adapter", "document_adapter")
+
+
+def askme_indexes(collection):
+    """The BM25 indexes of `collection` that askme retrievers read documents from."""
+    retrievers = RETRIEVERS[collection].values() if collection in RETRIEVERS else []
+    return {entry["index"] for entry in retrievers if entry["model"] == "askme"}
 
 
 def retriever_inputs(wildcards):
@@ -404,10 +418,11 @@ def pretok_outputs(name):
 
 
 def backbone_input(backbone):
-    """The further-pretrained directory a backbone starts from, if it is pretrained here."""
+    """The directory a backbone starts from: further pretrained here, or its configured model
+    when that is a local directory (a fetched hub model's included)."""
     if MATH["backbones"][backbone]["pretrain"]:
         return {"backbone": paths.model("pretrained", backbone)}
-    return {}
+    return checkpoint_input(MATH["backbones"][backbone]["model"], "backbone")
 
 
 # Epochs after which the DPR fine-tuning job also keeps its model (paper 000, Table 1 rows 1-4).

@@ -19,6 +19,26 @@ rule fetch_raw:
         "../scripts/fetch_raw.py"
 
 
+rule fetch_hub_model:
+    output:
+        directory(hub_cache_dir("{hub_model}", "{revision}")),
+    log:
+        paths.log("hub", "{hub_model}/{revision}"),
+    wildcard_constraints:
+        hub_model=alternatives(HUB_MODELS),
+        revision="[0-9a-f]{40}",
+    localrule: True
+    conda:
+        CONDA_ENV
+    threads: rule_threads("fetch_hub_model")
+    resources:
+        **rule_resources("fetch_hub_model"),
+    params:
+        code=code_version("fetch_hub_model"),
+    script:
+        "../scripts/fetch_hub_model.py"
+
+
 for _name in COLLECTIONS:
 
     rule:

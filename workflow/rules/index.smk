@@ -17,5 +17,6 @@ rule bm25_index:
         code=code_version("bm25_index"),
         layout="{layout}",
         text_fields=lambda w: BM25["experiments"][w.collection]["text_fields"],
+        store_raw=lambda w: f"bm25-{w.layout}" in askme_indexes(w.collection),
     script:
         "../scripts/bm25_index.py"

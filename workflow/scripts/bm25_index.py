@@ -15,6 +15,7 @@ def main():
         snakemake.params.layout,
         threads=snakemake.threads,
         text_fields=snakemake.params.text_fields,
+        store_raw=snakemake.params.store_raw,
     )
     logging.info("index statistics: %s", stats)
     with atomic_output(snakemake.output.stats) as out:

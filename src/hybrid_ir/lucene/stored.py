@@ -1,8 +1,9 @@
 """Documents by id from a Lucene index's stored fields, one lookup at a time.
 
-:func:`hybrid_ir.lucene.index.build_bm25_index` indexes with ``-storeRaw``, so every document
-keeps the BEIR JSON line it was built from (``_id``, ``title``, ``text``; Anserini re-serializes
-it, which changes whitespace between keys but no value). Reading a document is one id lookup in
+:func:`hybrid_ir.lucene.index.build_bm25_index` with ``store_raw`` (the workflow sets it for the
+indexes an ``askme`` retriever names) indexes with ``-storeRaw``, so every document keeps the
+BEIR JSON line it was built from (``_id``, ``title``, ``text``; Anserini re-serializes it,
+which changes whitespace between keys but no value). Reading a document is one id lookup in
 the index, so a re-ranker that reads its candidates this way needs memory for its candidates only,
 however large the corpus. ``text`` is the indexed text: the canonical ``text`` unless the
 collection's BM25 experiment joins several ``text_fields`` into it.
@@ -40,7 +41,8 @@ class StoredDocuments:
         if raw is None:
             raise HybridIRError(
                 f"{self.index_dir}: document {doc_id!r} has no stored raw JSON "
-                "(index built without -storeRaw)"
+                "(index built without -storeRaw: the workflow stores it only in an index an askme "
+                "retriever names)"
             )
         stored = json.loads(raw)
         return {"id": stored["_id"], "title": stored.get("title"), "text": stored.get("text")}

@@ -131,6 +131,7 @@ from colbert.utils.amp import MixedPrecisionManager
 from tqdm import tqdm
 
 from hybrid_ir.errors import ConfigError
+from hybrid_ir.hub import local_checkpoint
 from hybrid_ir.neural.candidates import check_query_texts, index_rows
 from hybrid_ir.neural.checkpoints import (
     load_state,
@@ -143,12 +144,7 @@ from hybrid_ir.neural.checkpoints import (
 from hybrid_ir.neural.devices import autocast, check_precision
 from hybrid_ir.neural.distributed import accumulation_steps
 from hybrid_ir.neural.encoders import COLBERT_KEY, check_colbert_search_bounds
-from hybrid_ir.neural.models import (
-    directory_size,
-    local_checkpoint,
-    resize_embeddings,
-    seed_everything,
-)
+from hybrid_ir.neural.models import directory_size, resize_embeddings, seed_everything
 from hybrid_ir.neural.triplets import read_triplets
 from hybrid_ir.runs import Run as RunDict
 from hybrid_ir.runs import canonicalize

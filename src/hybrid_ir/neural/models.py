@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -41,24 +40,6 @@ def seed_everything(seed: int) -> None:
 def backbone_path(name: str) -> str:
     """A loadable path or hub id for a configured backbone name."""
     return resolve_model(name)
-
-
-HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
-"""A Hugging Face hub id: ``owner/name`` or a bare legacy name (``bert-base-uncased``)."""
-
-
-def local_checkpoint(name: str) -> Path | None:
-    """The local path a configured checkpoint names, or ``None`` for a hub id.
-
-    As transformers decides, an existing path is local and anything else is asked of the hub;
-    a name that cannot be a hub id (starting with ``/``, ``.`` or ``~``, or with more than one
-    ``/``) is a local path too, so that a mistyped directory is reported as missing instead of
-    being looked up on the hub. The path may not exist: the caller reports that.
-    """
-    path = Path(name).expanduser()
-    if path.exists() or not HUB_ID.fullmatch(name):
-        return path
-    return None
 
 
 def load_tokenizer(path: str | Path):

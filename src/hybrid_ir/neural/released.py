@@ -15,8 +15,8 @@ from typing import Any
 
 from hybrid_ir import paths
 from hybrid_ir.config import math_model_runs
+from hybrid_ir.hub import local_checkpoint
 from hybrid_ir.neural.encoders import ENCODERS
-from hybrid_ir.neural.models import local_checkpoint
 
 
 def checkpoint_input(checkpoint: str, key: str) -> dict[str, str]:

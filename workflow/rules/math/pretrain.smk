@@ -23,6 +23,11 @@ rule math_vocabulary:
 
 rule pretrain:
     input:
+        unpack(
+            lambda w: checkpoint_input(
+                MATH["backbones"][w.backbone]["model"], "source_model"
+            )
+        ),
         corpora=[paths.pretok(name, "corpus") for name in MATH["pretraining"]["corpus"]],
         vocabulary=rules.math_vocabulary.output[0],
     output:
