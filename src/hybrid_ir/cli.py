@@ -325,13 +325,19 @@ def build_parser() -> argparse.ArgumentParser:
             name, description=options.get("help"), formatter_class=_HelpFormatter, **options
         )
 
-    manifest = command("manifest", help="write raw-file manifest rows (path, sha256, size)")
-    manifest_commands = manifest.add_subparsers(dest="manifest_command", required=True)
-    add = manifest_commands.add_parser(
+    def group(name: str, help: str):
+        return command(name, help=help).add_subparsers(dest=f"{name}_command", required=True)
+
+    def subcommand(commands_of, name: str, help: str, description: str | None = None):
+        return commands_of.add_parser(
+            name, formatter_class=_HelpFormatter, help=help, description=description or help
+        )
+
+    manifest_commands = group("manifest", "write raw-file manifest rows (path, sha256, size)")
+    add = subcommand(
+        manifest_commands,
         "add",
-        formatter_class=_HelpFormatter,
-        help="add (or update) the rows of files put in the mirror, e.g. a full collection",
-        description="add (or update) the rows of files put in the mirror, e.g. a full collection",
+        "add (or update) the rows of files put in the mirror, e.g. a full collection",
     )
     add.add_argument("files", nargs="+", help="files inside the mirror folder")
     add.add_argument("--mirror", default=None, help="mirror folder (default: $HYBRID_IR_MIRROR)")
@@ -344,11 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="https URL the files can be downloaded from (default: none, mirror only)",
     )
     add.set_defaults(handler=_manifest_add)
-    sources = manifest_commands.add_parser(
-        "from-sources",
-        formatter_class=_HelpFormatter,
-        help="rebuild the whole manifest from a mirror's SOURCES.md",
-        description="rebuild the whole manifest from a mirror's SOURCES.md",
+    sources = subcommand(
+        manifest_commands, "from-sources", "rebuild the whole manifest from a mirror's SOURCES.md"
     )
     sources.add_argument("sources", help="SOURCES.md at the root of the mirror's data folder")
     sources.add_argument(
@@ -367,15 +370,14 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
     config.set_defaults(handler=_config)
 
-    hub = command("hub", help="hub models a configuration names")
-    hub_commands = hub.add_subparsers(dest="hub_command", required=True)
-    pin = hub_commands.add_parser(
+    hub_commands = group("hub", "hub models a configuration names")
+    pin = subcommand(
+        hub_commands,
         "pin",
-        formatter_class=_HelpFormatter,
-        help="ask the hub (HF_ENDPOINT, if set) for the commit of every unpinned hub model",
-        description="ask the hub (HF_ENDPOINT, if set) for the commit it serves now of every "
-        "hub model the configuration names without a pin; print the hub_models lines, or add "
-        "them to a configuration file",
+        "ask the hub (HF_ENDPOINT, if set) for the commit of every unpinned hub model",
+        "ask the hub (HF_ENDPOINT, if set) for the commit it serves now of every hub model the "
+        "configuration names without a pin; print the hub_models lines, or add them to a "
+        "configuration file",
     )
     pin.add_argument("--configfile", nargs="*", default=[], help="overlays, lowest priority first")
     pin.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
