@@ -24,13 +24,18 @@ from hybrid_ir.config import (
 )
 from hybrid_ir.neural.encoders import ENCODERS
 from hybrid_ir.neural.released import checkpoint_input
-from hybrid_ir.hub import local_checkpoint
 from hybrid_ir.report import BEYOND, paper_category
 from hybrid_ir.report import category as report_category
 from hybrid_ir.tables import row_sources, source_key, table_groups
 from hybrid_ir.errors import HybridIRError
 from hybrid_ir.fetch import load_manifest, mirror_root
-from hybrid_ir.hub import cache_dir as hub_cache_dir, hub_references, use_model_cache
+from hybrid_ir.hub import (
+    DENSE_MODEL_KEYS,
+    cache_dir as hub_cache_dir,
+    hub_references,
+    local_checkpoint,
+    use_model_cache,
+)
 
 try:
     resolve_overrides(
@@ -195,9 +200,6 @@ def run_path(collection, topics, system):
 
 
 # Dense retriever params that name a model or adapter: a hub id, or a local directory.
-DENSE_MODEL_KEYS = ("model", "query_adapter", "document_adapter")
-
-
 def askme_indexes(collection):
     """The BM25 indexes of `collection` that askme retrievers read documents from."""
     retrievers = RETRIEVERS[collection].values() if collection in RETRIEVERS else []
