@@ -18,7 +18,7 @@ UV_SOURCES = $(foreach url,$(shell $(PYTHON) -m pip config get global.index-url 
 	$(foreach dir,$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null),--find-links $(dir)) \
 	--index-strategy unsafe-best-match
 
-.PHONY: setup reproduce report test test-gpu test-slurm lint docs benchmark clean
+.PHONY: setup reproduce report test test-gpu test-paper test-slurm lint docs benchmark clean
 
 setup: $(VENV)/.installed
 
@@ -29,6 +29,8 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/pip install uv==$(UV_VERSION)
 	$(BIN)/uv pip install --python $(BIN)/python --compile-bytecode -r requirements.txt $(UV_SOURCES)
 	$(BIN)/pip install --no-deps -e .
+	# Where PYTHONDONTWRITEBYTECODE is set, every job would otherwise compile the package again.
+	$(BIN)/python -m compileall -q src
 	$(BIN)/pip check
 	$(BIN)/python -c 'from hybrid_ir.neural.colbert import build_cpu_kernels; build_cpu_kernels()'
 	touch $@
@@ -57,6 +59,12 @@ test: lint
 # them. Without CUDA they fail here instead of skipping as in make test.
 test-gpu: setup
 	HYBRID_IR_REQUIRE_GPU=1 $(BIN)/python -m pytest -q -m gpu -rs
+
+# Every job of configs/paper.yaml (with paper004-beir.yaml) and configs/ntcir12.yaml, executed on
+# the CPU over stand-in collections and tiny models of each hub model's family
+# (tests/test_paper_run.py); prints the jobs, tables and figures.
+test-paper: setup
+	$(BIN)/python -m pytest -q -s -m paper tests/test_paper_run.py
 
 # The toy workflow on a one-node SLURM cluster started here (as root: it apt-installs slurm-wlm
 # and munge when missing) and stopped again whatever the tests did.

@@ -118,6 +118,22 @@ def test_wrong_manifest_hash_stops_with_one_line(workdir, tmp_path):
     assert not (copy / "results/raw" / DATASET).exists()
 
 
+def test_a_mirror_file_replaced_with_its_manifest_row_is_fetched_again(workdir, tmp_path):
+    """The manifest row is a recorded parameter of its fetch job: a new sha256 re-fetches the
+    file instead of keeping the old copy, and leaves the other raw files alone."""
+    assert snakemake(workdir).returncode == 0  # finished (a no-op after the first test)
+    copy = copy_of(workdir, tmp_path)
+    for done in ("results", ".snakemake"):
+        shutil.copytree(workdir / done, copy / done, symlinks=True)
+    replaced = OTHER_RUN + b"q2\td3\t2\t6.0\tother\n"
+    (copy / "mirror" / EXTERNAL_RUN).write_bytes(replaced)
+    write_manifest(copy / "manifest.tsv", {DATASET: beir_zip(), EXTERNAL_RUN: replaced})
+    planned = snakemake(copy, "--dry-run").stdout
+    fetches = [block for block in planned.split("rule ")[1:] if block.startswith("fetch_raw:")]
+    assert len(fetches) == 1 and f"results/raw/{EXTERNAL_RUN}" in fetches[0], planned[-3000:]
+    assert "Params have changed since last execution" in fetches[0]
+
+
 def test_missing_mirror_file_stops_with_one_line(workdir, tmp_path):
     copy = copy_of(workdir, tmp_path)
     (copy / "mirror" / DATASET).unlink()

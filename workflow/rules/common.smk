@@ -1,5 +1,6 @@
 import os
 import re
+from dataclasses import asdict
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError

@@ -13,7 +13,9 @@ rule fetch_raw:
         **rule_resources("fetch_raw"),
     params:
         code=code_version("fetch_raw"),
-        entry=lambda wildcards: MANIFEST[wildcards.path],
+        # A plain mapping, which Snakemake records (it skips a dataclass): a manifest row
+        # changed for a replaced mirror file re-fetches it and re-runs what reads it.
+        entry=lambda wildcards: asdict(MANIFEST[wildcards.path]),
         mirror=MIRROR,
     script:
         "../scripts/fetch_raw.py"

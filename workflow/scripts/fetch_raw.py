@@ -2,14 +2,14 @@
 
 import logging
 
-from hybrid_ir.fetch import fetch
+from hybrid_ir.fetch import ManifestEntry, fetch
 from hybrid_ir.logged import run_step
 
 
 def main():
-    entry = snakemake.params.entry
+    entry = ManifestEntry(**snakemake.params.entry)
     source = fetch(entry, snakemake.params.mirror, snakemake.output[0])
     logging.info("fetched %s from %s (sha256 %s verified)", entry.path, source, entry.sha256)
 
 
-run_step(snakemake, main, raw={snakemake.params.entry.path: snakemake.params.entry.sha256})
+run_step(snakemake, main, raw={snakemake.params.entry["path"]: snakemake.params.entry["sha256"]})
