@@ -16,7 +16,6 @@ from __future__ import annotations
 import collections
 import csv
 import hashlib
-import os
 import re
 import shutil
 import subprocess
@@ -30,7 +29,7 @@ from hub_server import LocalHub
 from standins_math import FILES as MATH_FILES
 from standins_models import write_models
 from standins_text import FILES as TEXT_FILES
-from toy_workflow import write_manifest
+from toy_workflow import snakemake_environment, write_manifest
 
 pytestmark = pytest.mark.paper
 
@@ -85,8 +84,7 @@ def _overlay_for(configfiles, directory: Path) -> Path:
 
 
 def _environment(root: Path, hub_url: str) -> dict[str, str]:
-    environment = {key: value for key, value in os.environ.items() if key != "HYBRID_IR_MIRROR"}
-    return environment | {"HF_ENDPOINT": hub_url, "HF_HOME": str(root / "hf-home")}
+    return snakemake_environment({"HF_ENDPOINT": hub_url, "HF_HOME": str(root / "hf-home")})
 
 
 def _snakemake(workdir: Path, configfiles, mirror: Path, manifest: Path, *arguments: str):
