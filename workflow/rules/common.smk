@@ -13,6 +13,7 @@ from hybrid_ir.config import (
     config_layers,
     config_warnings,
     fill_published,
+    fine_tuning_settings,
     math_model_runs,
     pretraining_settings,
     snapshot_model,

@@ -283,16 +283,17 @@ def _schedule(optimizer, settings: DPRSettings):
 
 
 def snapshot_steps(settings: DPRSettings, triplets: int) -> dict[int, int]:
-    """The step after which each snapshot is taken: where training for its epochs would end."""
+    """The step after which each snapshot is taken: where training for its epochs would end
+    (the last step for a training that stops at its last snapshot)."""
     steps = {
         epoch: training_steps({"epochs": epoch, "batch_size": settings.batch_size}, triplets)
         for epoch in settings.snapshot_dirs
     }
-    late = [epoch for epoch, step in steps.items() if step >= settings.steps]
+    late = [epoch for epoch, step in steps.items() if step > settings.steps]
     if late:
         raise ConfigError(
-            f"config: math_models.dpr.snapshots: epoch {late[0]} does not end before training "
-            f"does ({settings.steps} steps)"
+            f"config: math_models.dpr.snapshots: epoch {late[0]} ends after training does "
+            f"({settings.steps} steps)"
         )
     return steps
 

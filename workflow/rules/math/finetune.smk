@@ -54,7 +54,7 @@ rule finetune:
     params:
         code=code_version("finetune"),
         source=backbone_source,
-        settings=lambda w: MATH[w.encoder],
+        settings=lambda w: fine_tuning_settings(MATH, w.encoder, w.backbone),
         device=MATH["device"],
         precision=MATH["precision"],
         tf32=MATH["tf32"],
