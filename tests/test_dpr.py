@@ -130,17 +130,18 @@ def test_an_epoch_snapshot_is_the_model_of_a_training_that_long(tiny_bert, tmp_p
     """With a constant rate, the model after epoch 1 of 2 is a 1-epoch training's, bit for bit
     (paper 000, Table 1 rows 1-4); the final model is unchanged by taking a snapshot."""
 
-    def train(steps, out, snapshots=None):
+    def train(steps, out, snapshots=None, workdir=None):
         settings = DPRSettings(
             steps=steps, batch_size=1, lr=1e-3, seed=3, passage_max_length=32, warmup_steps=1,
-            schedule="constant", snapshot_dirs=snapshots or {},
+            schedule="constant", snapshot_dirs=snapshots or {}, workdir=workdir,
         )  # fmt: skip
         return train_dpr(str(tiny_bert), TRIPLETS, out, settings)
 
     facts = train(4, tmp_path / "two", {1: str(tmp_path / "epoch1")})
     once = train(2, tmp_path / "one")
-    # A training that stops at its last snapshot (a backbone whose models keep only it).
-    train(2, tmp_path / "stopped", {1: str(tmp_path / "stopped-epoch1")})
+    # A training that stops at its last snapshot (a backbone whose models keep only it), in a
+    # working directory as the workflow's job trains (the snapshot delivered at the end).
+    train(2, tmp_path / "stopped", {1: str(tmp_path / "stopped-epoch1")}, tmp_path / "work")
     plain = train(4, tmp_path / "plain")
     weights = "model.safetensors"
     snapshot = (tmp_path / "epoch1" / weights).read_bytes()
