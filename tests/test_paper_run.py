@@ -8,7 +8,8 @@ rule; ``tests/paper_standins.yaml`` cuts lengths, sizes and devices and nothing 
 runs; the one expected to fail is ``assert_scores``: the stand-ins cannot reproduce the
 collections' published scores, and its summary must say so check by check. Every table and
 figure is opened: each row the configuration names is there, and a row with a run has no empty
-cell. The jobs, tables and figures are printed (``make test-paper`` shows them).
+cell. Every job (rule and first output), the tables and the figures are printed (``make test-paper``
+shows them).
 """
 
 from __future__ import annotations
@@ -106,8 +107,31 @@ def _workdir(root: Path, name: str) -> Path:
     return workdir
 
 
-def _jobs_run(log: str) -> collections.Counter:
-    return collections.Counter(re.findall(r"^Finished jobid: \d+ \(Rule: (\S+)\)", log, re.M))
+def _jobs_run(log: str) -> list[str]:
+    """Each finished job as ``rule output`` (its first output), in the order they finished,
+    from Snakemake's job blocks (``rule x:`` then indented fields) and its ``Finished jobid: n
+    (Rule: x)`` lines."""
+    outputs: dict[str, str] = {}
+    rule = output = None
+    for line in log.splitlines():
+        if match := re.match(r"^(?:local)?rule (\S+):$", line):
+            rule, output = match.group(1), None
+        elif rule and (match := re.match(r"^\s+output: ([^,\s]+)", line)):
+            output = match.group(1)
+        elif rule and (match := re.match(r"^\s+jobid: (\d+)$", line)):
+            outputs[match.group(1)] = f"{rule} {output or '(no output)'}"
+            rule = None
+    finished = re.findall(r"^Finished jobid: (\d+) \(Rule: (\S+)\)", log, re.M)
+    return [outputs.get(jobid, rule) for jobid, rule in finished]
+
+
+def _print_jobs(title: str, jobs: list[str]) -> None:
+    print(f"\nmake test-paper: {len(jobs)} jobs of {title}")
+    for rule, count in sorted(collections.Counter(job.split()[0] for job in jobs).items()):
+        print(f"  {count:4d}  {rule}")
+    print("  every job (rule, first output):")
+    for job in jobs:
+        print(f"    {job}")
 
 
 def _failed(log: str) -> list[str]:
@@ -178,10 +202,7 @@ def _merged(configfiles) -> dict:
 
 def test_every_job_of_the_paper_configuration_runs(paper_run):
     log = paper_run["paper"]
-    jobs = _jobs_run(log)
-    print(f"\nmake test-paper: {sum(jobs.values())} jobs of configs/paper.yaml + paper004-beir")
-    for rule, count in sorted(jobs.items()):
-        print(f"  {count:4d}  {rule}")
+    _print_jobs("configs/paper.yaml + paper004-beir", _jobs_run(log))
     assert _failed(log) == ["assert_scores"], log[-6000:]
     # Afterwards nothing is left to do but the check that must fail on stand-ins.
     assert _planned(paper_run["paper_dry_run"]) <= {"assert_scores", "all"}, paper_run[
@@ -198,10 +219,7 @@ def test_every_job_of_the_paper_configuration_runs(paper_run):
 def test_every_job_of_the_ntcir12_configuration_runs(paper_run):
     log = paper_run["ntcir12"]
     assert paper_run["ntcir12_status"] == 0, log[-6000:]
-    jobs = _jobs_run(log)
-    print(f"\nmake test-paper: {sum(jobs.values())} jobs of configs/ntcir12.yaml")
-    for rule, count in sorted(jobs.items()):
-        print(f"  {count:4d}  {rule}")
+    _print_jobs("configs/ntcir12.yaml", _jobs_run(log))
     print(f"  wall time of the whole test: {paper_run['seconds']:.0f} s")
 
 
