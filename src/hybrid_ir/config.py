@@ -577,6 +577,11 @@ def _check_math_models(config: dict, source: str) -> None:
                 f"{source}: math_models.rerankers.{name}.backbone: no backbone "
                 f"{entry['backbone']!r}"
             )
+        if "encoder" in entry and entry["encoder"] not in math:
+            raise ConfigError(
+                f"{source}: math_models.rerankers.{name}.encoder: no math_models."
+                f"{entry['encoder']} settings to fine-tune the {entry['encoder']} model with"
+            )
         models = math["backbones"].get(entry.get("backbone"), {}).get("models", trainable)
         if "encoder" in entry and entry["encoder"] not in models:
             raise ConfigError(
@@ -584,11 +589,6 @@ def _check_math_models(config: dict, source: str) -> None:
                 f"{entry['encoder']} model of backbone {entry['backbone']!r}, which its "
                 f"math_models.backbones.{entry['backbone']}.models leaves out (re-ranking reads "
                 "that model's index)"
-            )
-        if "encoder" in entry and entry["encoder"] not in math:
-            raise ConfigError(
-                f"{source}: math_models.rerankers.{name}.encoder: no math_models."
-                f"{entry['encoder']} settings to fine-tune the {entry['encoder']} model with"
             )
         for topics in math["topics"]:
             _check_run(
