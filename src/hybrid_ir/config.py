@@ -159,7 +159,7 @@ def training_plan(config: dict) -> dict[str, dict]:
 def trained_encoders(math: dict, backbone: str) -> list[str]:
     """The encoders fine-tuned from ``backbone``: those with a model among its ``models``
     (DPR's epoch snapshots are taken by DPR's training)."""
-    wanted = math["backbones"][backbone].get("models", trainable_models(math))
+    wanted = kept_models(math, backbone)
     kinds = {kind for kind, model in _fine_tuned(math) if model in wanted}
     return [kind for kind in ENCODERS if kind in kinds]
 
@@ -472,8 +472,8 @@ def math_model_runs(math: dict) -> dict[str, dict]:
     ``rerank`` (paper 001's MLM re-ranker) or, for one naming an ``encoder`` or a ``released``
     run (whose encoder it takes), ``encoder_rerank``."""
     runs = {}
-    for backbone, entry in math["backbones"].items():
-        wanted = entry.get("models", trainable_models(math))
+    for backbone in math["backbones"]:
+        wanted = kept_models(math, backbone)
         for kind, model in _fine_tuned(math):
             if model in wanted:
                 runs[f"{model}-{backbone}"] = {"kind": kind, "backbone": backbone, "model": model}
@@ -494,6 +494,11 @@ def trainable_models(math: dict) -> list[str]:
     """The models a backbone can be fine-tuned into: each configured encoder, then DPR after
     each epoch of ``math_models.dpr.snapshots`` (paper 000, Table 1 rows 1-4)."""
     return [model for _, model in _fine_tuned(math)]
+
+
+def kept_models(math: dict, backbone: str) -> list[str]:
+    """The models of ``trainable_models`` whose runs ``backbone`` keeps (its ``models``)."""
+    return math["backbones"][backbone].get("models", trainable_models(math))
 
 
 def _fine_tuned(math: dict) -> list[tuple[str, str]]:
@@ -582,8 +587,7 @@ def _check_math_models(config: dict, source: str) -> None:
                 f"{source}: math_models.rerankers.{name}.encoder: no math_models."
                 f"{entry['encoder']} settings to fine-tune the {entry['encoder']} model with"
             )
-        models = math["backbones"].get(entry.get("backbone"), {}).get("models", trainable)
-        if "encoder" in entry and entry["encoder"] not in models:
+        if "encoder" in entry and entry["encoder"] not in kept_models(math, entry["backbone"]):
             raise ConfigError(
                 f"{source}: math_models.rerankers.{name}: re-ranks with the "
                 f"{entry['encoder']} model of backbone {entry['backbone']!r}, which its "
