@@ -1176,9 +1176,11 @@ def gpu_measurement(
     achieved FLOP/s."""
     import torch
 
+    from hybrid_ir.neural.devices import cuda_settings
+
     cuda = device == "cuda"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
+    if cuda:
+        cuda_settings(tf32)  # the jobs' TF32 choice and attention kernels
     model = _bert(shape, device=device, eager=False)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     useful = length * assumption("pretrain_useful_fraction")

@@ -127,6 +127,11 @@ def cuda_settings(tf32: bool | None = None) -> None:
     torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cudnn.deterministic = True
     torch.backends.cudnn.benchmark = False
+    # Under warn_only determinism these attention kernels keep non-deterministic backward passes
+    # (DPR at BERT-base size in fp32 differed by 4.8e-5 between two runs on an H200,
+    # benchmarks/gpu_determinism.py); fp32 then takes torch's composite attention, 16-bit flash.
+    torch.backends.cuda.enable_mem_efficient_sdp(False)
+    torch.backends.cuda.enable_cudnn_sdp(False)
 
 
 def claim_gpus(count: int) -> list[str]:
