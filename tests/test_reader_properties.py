@@ -678,8 +678,8 @@ EXTRA_VALUE = st.one_of(
 @st.composite
 def valid_records(draw: st.DrawFn) -> tuple[str, list[dict]]:
     records = []
-    for _ in range(draw(st.integers(1, 6))):
-        record = {"id": draw(SAFE_ID), "title": draw(st.text()), "text": draw(st.text())}
+    for record_id in draw(st.lists(SAFE_ID, min_size=1, max_size=6, unique=True)):
+        record = {"id": record_id, "title": draw(st.text()), "text": draw(st.text())}
         extras = draw(
             st.dictionaries(
                 st.text(max_size=6).filter(lambda key: key not in ("id", "title", "text")),

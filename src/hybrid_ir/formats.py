@@ -30,7 +30,7 @@ from typing import IO, Any
 
 import yaml
 
-from hybrid_ir.errors import InputFormatError, quoted
+from hybrid_ir.errors import HybridIRError, InputFormatError, quoted
 
 REQUIRED_KEYS = ("id", "title", "text")
 
@@ -107,6 +107,48 @@ MAX_RELEVANCE = 1000
 _relevance_limit: contextvars.ContextVar[int] = contextvars.ContextVar(
     "relevance_limit", default=MAX_RELEVANCE
 )
+
+
+ID_RULE = (
+    "an id is a non-empty string without spaces, line breaks or control characters (TREC files "
+    "separate fields at whitespace and lines at line breaks)"
+)
+# ASCII space and controls, the C1 controls (U+0085 ends a line for str.splitlines) and the
+# Unicode line and paragraph separators. Other Unicode spaces (U+00A0) stay part of an id, as
+# trec_eval and split_fields read them.
+_ID_BREAKING = re.compile("[\x00-\x20\x7f-\x9f\u2028\u2029]")
+# The same, less the ASCII whitespace that separates the fields of a run or qrels line.
+_IN_LINE_BREAKING = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def id_problem(value: object) -> str | None:
+    """What breaks :data:`ID_RULE` in ``value``, or None for a valid id."""
+    if not isinstance(value, str) or not value:
+        return f"id {quoted(value)} is not a non-empty string"
+    found = _ID_BREAKING.search(value)
+    if found:
+        return f"id {quoted(value)} contains U+{ord(found.group()):04X}: {ID_RULE}"
+    return None
+
+
+def check_written_id(value: object, path: str | Path) -> None:
+    """A writer's guard: nothing this workflow writes may fail to read back."""
+    problem = id_problem(value)
+    if problem:
+        raise HybridIRError(f"{path}: not written: {problem}")
+
+
+def line_breaking_problem(text: str) -> tuple[int, str] | None:
+    """(offset of the line in ``text``, problem) for the first line holding a character that no
+    id may hold and that does not separate fields (a control character, U+2028), or None."""
+    found = _IN_LINE_BREAKING.search(text)
+    if not found:
+        return None
+    start = text.rfind("\n", 0, found.start()) + 1
+    end = text.find("\n", found.start())
+    line = text[start : end if end >= 0 else len(text)]
+    problem = f"U+{ord(found.group()):04X} in {quoted(line.strip(ASCII_WHITESPACE))}: {ID_RULE}"
+    return text.count("\n", 0, start), problem
 
 
 def split_fields(line: str) -> list[str]:
@@ -223,6 +265,7 @@ def write_records(path: str | Path, records: Iterable[dict]) -> int:
             missing = [key for key in REQUIRED_KEYS if key not in record]
             if missing:
                 raise ValueError(f"record {record.get('id')!r} lacks {', '.join(missing)}")
+            check_written_id(record["id"], path)
             out.write(json.dumps(record, ensure_ascii=False, sort_keys=False) + "\n")
             count += 1
     return count
@@ -249,13 +292,20 @@ def read_records(path: str | Path) -> Iterator[dict]:
     """Read canonical corpus or topic JSON Lines, checking the required keys line by line; a
     file without any record is an error, not an empty collection."""
     count = 0
+    seen: dict[str, int] = {}
     with open_text(path) as handle:
         for line_number, record in json_lines(handle, path):
             missing = [key for key in REQUIRED_KEYS if key not in record]
             if missing:
                 raise InputFormatError(path, line_number, f"missing key(s) {', '.join(missing)}")
-            if not isinstance(record["id"], str) or not record["id"]:
-                raise InputFormatError(path, line_number, "'id' must be a non-empty string")
+            record_id = record["id"]
+            problem = id_problem(record_id)
+            if problem:
+                raise InputFormatError(path, line_number, problem)
+            first = seen.setdefault(record_id, line_number)
+            if first != line_number:
+                repeated = f"id {quoted(record_id)} repeats line {first}: ids must be unique"
+                raise InputFormatError(path, line_number, repeated)
             count += 1
             yield record
     if not count:
@@ -275,6 +325,8 @@ def write_qrels(path: str | Path, judgments: Iterable[Judgment]) -> int:
     count = 0
     with atomic_output(path) as out:
         for judgment in judgments:
+            check_written_id(judgment.query_id, path)
+            check_written_id(judgment.doc_id, path)
             out.write(f"{judgment.query_id} 0 {judgment.doc_id} {judgment.relevance}\n")
             count += 1
     return count
@@ -341,6 +393,9 @@ def qrels_lines(path: str | Path) -> Iterator[tuple[int, str, str, str]]:
                     path, line_number, f"expected 4 fields (qid iter docid rel), got {len(fields)}"
                 )
             query_id, _, doc_id, relevance = fields
+            problem = id_problem(query_id) or id_problem(doc_id)
+            if problem:
+                raise InputFormatError(path, line_number, problem)
             judged = True
             yield line_number, query_id, doc_id, relevance
     if not judged:

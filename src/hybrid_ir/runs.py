@@ -25,6 +25,9 @@ from hybrid_ir.formats import (
     ASCII_WHITESPACE,
     RunEntry,
     atomic_output,
+    check_written_id,
+    id_problem,
+    line_breaking_problem,
     open_text,
     split_fields,
 )
@@ -95,6 +98,9 @@ def _parse_line(
         topic, doc, rank, score, _ = fields
     if not all(fields[:-1]):
         raise InputFormatError(path, line_number, "an empty field")
+    problem = id_problem(topic) or id_problem(doc)  # ARQMath's tab-separated ids may hold spaces
+    if problem:
+        raise InputFormatError(path, line_number, problem)
     if not ASCII_INTEGER.fullmatch(rank):
         raise InputFormatError(path, line_number, f"rank {quoted(rank)} is not an integer")
     if not ASCII_NUMBER.fullmatch(score):
@@ -135,7 +141,11 @@ def _block_entries(
     """The (topic, doc, score) of each run line of ``text``, whole lines numbered from
     ``first_line``. A TREC block whose every non-blank line matches :data:`_TREC_LINE` with a
     finite score is taken in one pass; any other block is read line by line by
-    :func:`_parse_line`, which raises the error naming the first bad line."""
+    :func:`_parse_line`, which raises the error naming the first bad line. A control character
+    anywhere (one search in C over the block) is an error naming its line."""
+    breaking = line_breaking_problem(text)
+    if breaking is not None:
+        raise InputFormatError(path, first_line + breaking[0], breaking[1])
     if run_format == "trec":
         found = _TREC_LINE.findall(text)
         # Every line matched: counted with str.count, blank lines (rare) by a second pass.
@@ -216,14 +226,19 @@ def topic_sort_key(topic: str) -> tuple:
     """Natural order of topic ids (A.2 before A.10), so files read in a stable, human order."""
     parts = []
     for token in _split_digits(topic):
-        parts.append((0, int(token), "") if token.isdigit() else (1, 0, token))
+        parts.append((0, int(token), "") if _ascii_digit(token[0]) else (1, 0, token))
     return tuple(parts)
+
+
+def _ascii_digit(char: str) -> bool:
+    """ASCII digits only: str.isdigit also takes '²', which int() refuses."""
+    return "0" <= char <= "9"
 
 
 def _split_digits(text: str) -> list[str]:
     tokens, current = [], ""
     for char in text:
-        if current and char.isdigit() != current[-1].isdigit():
+        if current and _ascii_digit(char) != _ascii_digit(current[-1]):
             tokens.append(current)
             current = ""
         current += char
@@ -249,8 +264,14 @@ def write_entries(path: str | Path, run_entries: Iterable[RunEntry], style: str 
     if style not in LINE_FORMATS:
         raise ValueError(f"unknown run file style {style!r}; choose {', '.join(LINE_FORMATS)}")
     count = 0
+    checked_tag = None
     with atomic_output(path) as out:
         for entry in run_entries:
+            check_written_id(entry.query_id, path)
+            check_written_id(entry.doc_id, path)
+            if entry.tag != checked_tag:
+                check_written_id(entry.tag, path)
+                checked_tag = entry.tag
             if not math.isfinite(entry.score):  # a model that diverged: never a run file
                 raise HybridIRError(
                     f"{path}: topic {entry.query_id}, document {entry.doc_id}: score "

@@ -35,6 +35,7 @@ from hybrid_ir.formats import (
     CheckedText,
     Judgment,
     archive_errors,
+    id_problem,
     json_lines,
     open_text,
     parse_relevance,
@@ -70,11 +71,19 @@ def _string(value: dict, key: str, source: Source, number: int) -> str:
     return value[key]
 
 
+def _identifier(value: dict, key: str, source: Source, number: int) -> str:
+    identifier = _string(value, key, source, number)
+    problem = id_problem(identifier)
+    if problem:
+        raise InputFormatError(str(source), number, f"key {key!r}: {problem}")
+    return identifier
+
+
 def _read_queries(source: Source) -> dict[str, str]:
     """Query id -> text, in file order."""
     queries: dict[str, str] = {}
     for number, value in _json_objects(source):
-        query_id = _string(value, "_id", source, number)
+        query_id = _identifier(value, "_id", source, number)
         if query_id in queries:
             raise InputFormatError(str(source), number, f"duplicate query id {quoted(query_id)}")
         queries[query_id] = _string(value, "text", source, number)
@@ -90,6 +99,9 @@ def _qrels_line(line: str, source: Source, number: int) -> Judgment:
             f"expected 3 tab-separated fields (query-id, corpus-id, score), got {len(fields)}",
         )
     query_id, doc_id, score = fields
+    problem = id_problem(query_id) or id_problem(doc_id)
+    if problem:
+        raise InputFormatError(str(source), number, problem)
     return Judgment(query_id, doc_id, parse_relevance(score, str(source), number))
 
 
@@ -234,7 +246,7 @@ def _corpus_documents(source: Source) -> Iterator[dict]:
                 str(source), number, f"metadata key(s) {', '.join(clashes)} clash with fields"
             )
         yield {
-            "id": _string(value, "_id", source, number),
+            "id": _identifier(value, "_id", source, number),
             "title": _string(value, "title", source, number),
             "text": _string(value, "text", source, number),
             **metadata,
