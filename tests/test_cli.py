@@ -24,6 +24,8 @@ import io
 import json
 import math
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -180,6 +182,20 @@ def test_evaluate_unknown_measure_is_one_line(capsys, files):
     assert out == ""
     assert err.startswith("hybrid-ir error: ") and err.count("\n") == 1
     assert "Nope@3" in err
+
+
+@pytest.mark.parametrize("measure", ["P@0", "Judged@0", "nDCG@10.5"])
+def test_a_cut_off_pytrec_eval_would_crash_on_is_one_line_before_it(files, measure):
+    """In a child process: P@0 aborted the interpreter (exit 134) inside pytrec_eval."""
+    argv = ["evaluate", "--qrels", files["qrels"], "--run", files["dense"], "--measures", measure]
+    program = "import sys; from hybrid_ir.cli import main; sys.exit(main())"
+    child = subprocess.run(
+        [sys.executable, "-c", program, *argv],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert child.returncode == 1
+    assert child.stdout == "" and child.stderr.count("\n") == 1
+    assert f"measure {measure!r}: the cut-off" in child.stderr
 
 
 # fuse ------------------------------------------------------------------------------------------

@@ -274,6 +274,10 @@ def _columns(item: str | MeasureSet) -> tuple[Column, ...]:
         measure = ir_measures.parse_measure(item)
     except (ValueError, NameError, SyntaxError, TypeError) as error:
         raise ConfigError(f"unknown measure or measure set {item!r}: {error}") from None
+    cutoff = measure.params.get("cutoff")
+    # pytrec_eval aborts the process on a cut-off of 0 and fails on a float one.
+    if cutoff is not None and (type(cutoff) is not int or cutoff < 1):
+        raise ConfigError(f"measure {item!r}: the cut-off {cutoff!r} is not a positive integer")
     if measure.NAME == "Judged" and isinstance(measure["cutoff"], int):
         # Computed here so that ties at the cutoff fall as in trec_eval and the other columns.
         return (Column(item, judged_at=measure["cutoff"]),)
