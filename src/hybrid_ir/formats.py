@@ -131,6 +131,14 @@ def id_problem(value: object) -> str | None:
     return None
 
 
+def check_read_ids(path: str | Path, line_number: int, *ids: object) -> None:
+    """A reader's guard: the first of ``ids`` that breaks :data:`ID_RULE` names file and line."""
+    for value in ids:
+        problem = id_problem(value)
+        if problem:
+            raise InputFormatError(path, line_number, problem)
+
+
 def check_written_id(value: object, path: str | Path) -> None:
     """A writer's guard: nothing this workflow writes may fail to read back."""
     problem = id_problem(value)
@@ -299,9 +307,7 @@ def read_records(path: str | Path) -> Iterator[dict]:
             if missing:
                 raise InputFormatError(path, line_number, f"missing key(s) {', '.join(missing)}")
             record_id = record["id"]
-            problem = id_problem(record_id)
-            if problem:
-                raise InputFormatError(path, line_number, problem)
+            check_read_ids(path, line_number, record_id)
             first = seen.setdefault(record_id, line_number)
             if first != line_number:
                 repeated = f"id {quoted(record_id)} repeats line {first}: ids must be unique"
@@ -393,9 +399,7 @@ def qrels_lines(path: str | Path) -> Iterator[tuple[int, str, str, str]]:
                     path, line_number, f"expected 4 fields (qid iter docid rel), got {len(fields)}"
                 )
             query_id, _, doc_id, relevance = fields
-            problem = id_problem(query_id) or id_problem(doc_id)
-            if problem:
-                raise InputFormatError(path, line_number, problem)
+            check_read_ids(path, line_number, query_id, doc_id)
             judged = True
             yield line_number, query_id, doc_id, relevance
     if not judged:

@@ -25,8 +25,8 @@ from hybrid_ir.formats import (
     ASCII_WHITESPACE,
     RunEntry,
     atomic_output,
+    check_read_ids,
     check_written_id,
-    id_problem,
     line_breaking_problem,
     open_text,
     split_fields,
@@ -98,9 +98,7 @@ def _parse_line(
         topic, doc, rank, score, _ = fields
     if not all(fields[:-1]):
         raise InputFormatError(path, line_number, "an empty field")
-    problem = id_problem(topic) or id_problem(doc)  # ARQMath's tab-separated ids may hold spaces
-    if problem:
-        raise InputFormatError(path, line_number, problem)
+    check_read_ids(path, line_number, topic, doc)  # ARQMath's tab-separated ids may hold spaces
     if not ASCII_INTEGER.fullmatch(rank):
         raise InputFormatError(path, line_number, f"rank {quoted(rank)} is not an integer")
     if not ASCII_NUMBER.fullmatch(score):

@@ -35,6 +35,7 @@ from hybrid_ir.formats import (
     CheckedText,
     Judgment,
     archive_errors,
+    check_read_ids,
     id_problem,
     json_lines,
     open_text,
@@ -99,9 +100,7 @@ def _qrels_line(line: str, source: Source, number: int) -> Judgment:
             f"expected 3 tab-separated fields (query-id, corpus-id, score), got {len(fields)}",
         )
     query_id, doc_id, score = fields
-    problem = id_problem(query_id) or id_problem(doc_id)
-    if problem:
-        raise InputFormatError(str(source), number, problem)
+    check_read_ids(str(source), number, query_id, doc_id)
     return Judgment(query_id, doc_id, parse_relevance(score, str(source), number))
 
 
