@@ -2,6 +2,7 @@
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
+SLURM_VENV := .venv-slurm
 CORES ?= all
 # pytest processes for `make test` (each test module runs whole in one of them).
 TEST_WORKERS ?= auto
@@ -18,7 +19,7 @@ UV_SOURCES = $(foreach url,$(shell $(PYTHON) -m pip config get global.index-url 
 	$(foreach dir,$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null),--find-links $(dir)) \
 	--index-strategy unsafe-best-match
 
-.PHONY: setup reproduce report test test-gpu test-paper test-slurm lint docs benchmark clean
+.PHONY: setup setup-slurm reproduce report test test-gpu test-paper test-slurm lint docs benchmark clean
 
 setup: $(VENV)/.installed
 
@@ -33,6 +34,23 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/python -m compileall -q src
 	$(BIN)/pip check
 	$(BIN)/python -c 'from hybrid_ir.neural.colbert import build_cpu_kernels; build_cpu_kernels()'
+	touch $@
+
+# The SLURM executor plugin (requirements-slurm.txt) in a venv of its own over .venv, whose
+# packages a .pth file adds: Snakemake imports every executor plugin beside it at each start, and
+# this one imports pandas (0.6-0.9 s of every `snakemake` call on 2 cores), so .venv goes
+# without it. Run `.venv-slurm/bin/snakemake --profile profiles/slurm ...` on a cluster.
+setup-slurm: $(SLURM_VENV)/.installed
+
+$(SLURM_VENV)/.installed: $(VENV)/.installed requirements-slurm.txt
+	$(PYTHON) -m venv --without-pip $(SLURM_VENV)
+	base=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))') && \
+	overlay=$$($(SLURM_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))') && \
+	echo "import site; site.addsitedir('$$base')" > "$$overlay/hybrid-ir-base.pth"
+	$(BIN)/uv pip install --python $(SLURM_VENV)/bin/python --no-deps -r requirements-slurm.txt $(UV_SOURCES)
+	printf '#!/bin/sh\nexec "$$(dirname "$$0")/python" -m snakemake "$$@"\n' > $(SLURM_VENV)/bin/snakemake
+	chmod +x $(SLURM_VENV)/bin/snakemake
+	$(SLURM_VENV)/bin/python -c 'import hybrid_ir, snakemake_executor_plugin_slurm'
 	touch $@
 
 reproduce: setup
@@ -51,7 +69,8 @@ lint: setup
 	$(BIN)/mypy
 	$(BIN)/snakemake --lint
 
-test: lint
+# setup-slurm: one test dry-runs the paper configuration through profiles/slurm.
+test: lint setup-slurm
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # On a machine with CUDA (make setup TORCH_INDEX_URL=https://download.pytorch.org/whl/cu126, or
@@ -68,9 +87,9 @@ test-paper: setup
 
 # The toy workflow on a one-node SLURM cluster started here (as root: it apt-installs slurm-wlm
 # and munge when missing) and stopped again whatever the tests did.
-test-slurm: setup
+test-slurm: setup-slurm
 	tests/slurm/start.sh
-	$(BIN)/python -m pytest -q -m slurm tests/slurm; status=$$?; tests/slurm/stop.sh; exit $$status
+	$(SLURM_VENV)/bin/python -m pytest -q -m slurm tests/slurm; status=$$?; tests/slurm/stop.sh; exit $$status
 
 benchmark: setup
 	$(BIN)/pip install -q -r requirements-bench.txt

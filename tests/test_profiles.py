@@ -23,6 +23,8 @@ from hybrid_ir.neural import devices
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+# The SLURM executor plugin is in `make setup-slurm`'s venv over the default one, not in it.
+SLURM_SNAKEMAKE = REPO / ".venv-slurm" / "bin" / "snakemake"
 TORCH_RULES = ("pretrain", "finetune", "encoder_index", "encoder_search", "mlm_rerank")
 
 
@@ -193,8 +195,10 @@ def _jobs(dry_run: str) -> list[tuple[str, int, dict[str, str]]]:
     return jobs
 
 
-def _snakemake(*arguments: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    command = [str(SNAKEMAKE), "--dry-run", "--forceall", "--nolock", *arguments]
+def _snakemake(
+    *arguments: str, env: dict | None = None, snakemake: Path = SNAKEMAKE
+) -> subprocess.CompletedProcess:
+    command = [str(snakemake), "--dry-run", "--forceall", "--nolock", *arguments]
     return subprocess.run(
         command, cwd=REPO, env=os.environ | (env or {}), capture_output=True, text=True
     )
@@ -247,11 +251,13 @@ def test_the_paper_configuration_asks_the_cluster_for_gpus_where_it_trains(paper
     mirror, manifest = paper_mirror
     # A dry run caps threads at --cores (1 when not given), a SLURM run does not: --cores 1024
     # only lifts that cap, so what is printed is what sbatch would be asked for.
+    assert SLURM_SNAKEMAKE.exists(), f"{SLURM_SNAKEMAKE} is missing: run make setup-slurm"
     done = _snakemake(
         "--profile", "profiles/slurm", "--cores", "1024", "--configfile", PAPER,
         str(paper_pins(tmp_path)),
         "--config", f"manifest={manifest}",
         env={"HYBRID_IR_MIRROR": str(mirror), "HYBRID_IR_SLURM_PARTITION": ""},
+        snakemake=SLURM_SNAKEMAKE,
     )  # fmt: skip
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     paper = yaml.safe_load((REPO / PAPER).read_text())["resources"]

@@ -134,6 +134,20 @@ def test_a_mirror_file_replaced_with_its_manifest_row_is_fetched_again(workdir, 
     assert "Params have changed since last execution" in fetches[0]
 
 
+def test_a_moved_mirror_re_runs_nothing(workdir, tmp_path):
+    """Where the mirror lies is not a parameter of the fetch jobs: the same verified files from
+    another folder (CI's absolute HYBRID_IR_MIRROR against config.yaml's relative path) leave
+    the finished workflow a no-op."""
+    assert snakemake(workdir).returncode == 0
+    copy = copy_of(workdir, tmp_path)  # its configuration names the copied mirror
+    for done in ("results", ".snakemake"):
+        shutil.copytree(workdir / done, copy / done, symlinks=True)
+    moved = tmp_path / "elsewhere"
+    (copy / "mirror").rename(moved)
+    planned = snakemake(copy, "--dry-run", env={"HYBRID_IR_MIRROR": str(moved)})
+    assert planned.returncode == 0 and "Nothing to be done" in planned.stdout, planned.stdout
+
+
 def test_missing_mirror_file_stops_with_one_line(workdir, tmp_path):
     copy = copy_of(workdir, tmp_path)
     (copy / "mirror" / DATASET).unlink()

@@ -16,7 +16,6 @@ rule fetch_raw:
         # A plain mapping, which Snakemake records (it skips a dataclass): a manifest row
         # changed for a replaced mirror file re-fetches it and re-runs what reads it.
         entry=lambda wildcards: asdict(MANIFEST[wildcards.path]),
-        mirror=MIRROR,
     script:
         "../scripts/fetch_raw.py"
 

@@ -2,13 +2,15 @@
 
 import logging
 
-from hybrid_ir.fetch import ManifestEntry, fetch
+from hybrid_ir.fetch import ManifestEntry, fetch, mirror_root
 from hybrid_ir.logged import run_step
 
 
 def main():
     entry = ManifestEntry(**snakemake.params.entry)
-    source = fetch(entry, snakemake.params.mirror, snakemake.output[0])
+    # Read here, not a recorded parameter: where the mirror lies cannot change a verified file,
+    # and a moved mirror (or CI's absolute HYBRID_IR_MIRROR) must not re-run the workflow.
+    source = fetch(entry, mirror_root(snakemake.config["mirror"]), snakemake.output[0])
     logging.info("fetched %s from %s (sha256 %s verified)", entry.path, source, entry.sha256)
 
 
