@@ -45,6 +45,16 @@ def copy_of(workdir: Path, tmp_path: Path) -> Path:
     return copy
 
 
+def finished_copy(workdir: Path, tmp_path: Path) -> Path:
+    """:func:`copy_of` with the finished run's results and records, so that only what a test
+    changes runs again."""
+    assert snakemake(workdir).returncode == 0  # finished (a no-op after the first test)
+    copy = copy_of(workdir, tmp_path)
+    for done in ("results", ".snakemake"):
+        shutil.copytree(workdir / done, copy / done, symlinks=True)
+    return copy
+
+
 @pytest.mark.lucene
 def test_tiny_workflow_runs_checks_and_reruns_as_no_op(workdir):
     first = snakemake(workdir)
@@ -94,7 +104,7 @@ def test_tiny_workflow_runs_checks_and_reruns_as_no_op(workdir):
 
 @pytest.mark.lucene
 def test_score_outside_its_band_fails_the_run_and_keeps_the_summary(workdir, tmp_path):
-    copy = copy_of(workdir, tmp_path)
+    copy = finished_copy(workdir, tmp_path)
     expected = yaml.safe_load((copy / "expected/toy.yaml").read_text())
     expected["runs"]["bm25-flat"]["test"]["nDCG@10"]["value"] = 0.5
     (copy / "expected/toy.yaml").write_text(yaml.safe_dump(expected))
@@ -121,10 +131,7 @@ def test_wrong_manifest_hash_stops_with_one_line(workdir, tmp_path):
 def test_a_mirror_file_replaced_with_its_manifest_row_is_fetched_again(workdir, tmp_path):
     """The manifest row is a recorded parameter of its fetch job: a new sha256 re-fetches the
     file instead of keeping the old copy, and leaves the other raw files alone."""
-    assert snakemake(workdir).returncode == 0  # finished (a no-op after the first test)
-    copy = copy_of(workdir, tmp_path)
-    for done in ("results", ".snakemake"):
-        shutil.copytree(workdir / done, copy / done, symlinks=True)
+    copy = finished_copy(workdir, tmp_path)
     replaced = OTHER_RUN + b"q2\td3\t2\t6.0\tother\n"
     (copy / "mirror" / EXTERNAL_RUN).write_bytes(replaced)
     write_manifest(copy / "manifest.tsv", {DATASET: beir_zip(), EXTERNAL_RUN: replaced})
@@ -138,10 +145,7 @@ def test_a_moved_mirror_re_runs_nothing(workdir, tmp_path):
     """Where the mirror lies is not a parameter of the fetch jobs: the same verified files from
     another folder (CI's absolute HYBRID_IR_MIRROR against config.yaml's relative path) leave
     the finished workflow a no-op."""
-    assert snakemake(workdir).returncode == 0
-    copy = copy_of(workdir, tmp_path)  # its configuration names the copied mirror
-    for done in ("results", ".snakemake"):
-        shutil.copytree(workdir / done, copy / done, symlinks=True)
+    copy = finished_copy(workdir, tmp_path)  # its configuration names the copied mirror
     moved = tmp_path / "elsewhere"
     (copy / "mirror").rename(moved)
     planned = snakemake(copy, "--dry-run", env={"HYBRID_IR_MIRROR": str(moved)})
@@ -198,7 +202,7 @@ def test_broken_imported_run_fails_its_job_with_file_and_line(workdir, tmp_path)
 
 @pytest.mark.lucene
 def test_more_folds_than_topics_fails_the_crossval_job_naming_the_entry(workdir, tmp_path):
-    copy = copy_of(workdir, tmp_path)
+    copy = finished_copy(workdir, tmp_path)
     config = yaml.safe_load((copy / "config.yaml").read_text())
     config["crossval"]["toy-linear"]["folds"] = 3  # the toy qrels have 2 topics
     (copy / "config.yaml").write_text(yaml.safe_dump(config))
