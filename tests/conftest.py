@@ -12,9 +12,34 @@ REQUIRE_GPU_ENV = "HYBRID_IR_REQUIRE_GPU"
 """Set by ``make test-gpu``: a ``gpu`` test on a machine without CUDA fails instead of skipping."""
 
 
+SLOW_MODULES = (
+    "test_distributed.py",
+    "test_determinism.py",
+    "test_workflow.py",
+    "test_structure.py",
+    "test_report.py",
+    "test_ntcir12_table2.py",
+    "test_released_checkpoints.py",
+    "test_reader_properties.py",
+    "test_hub.py",
+    "test_dpr.py",
+    "test_collections_arqmath.py",
+    "test_pretrain.py",
+    "test_paper_config.py",
+    "test_colbert.py",
+    "test_profiles.py",
+)
+"""The modules that take longest (whole toy workflows, multi-process training: 15-110 s each
+on 2 cores), longest first. pytest-xdist hands whole modules out in collection order (``--dist
+loadfile``): started first, they no longer leave one worker alone with them at the end."""
+
+
 def pytest_collection_modifyitems(config, items):
-    """``gpu`` tests skip where torch sees no CUDA device, unless :data:`REQUIRE_GPU_ENV` says a
-    GPU is expected (then they run and fail, so a broken CUDA install cannot pass as skips)."""
+    """The slow modules first (each module's tests keep their order); ``gpu`` tests skip where
+    torch sees no CUDA device, unless :data:`REQUIRE_GPU_ENV` says a GPU is expected (then they
+    run and fail, so a broken CUDA install cannot pass as skips)."""
+    rank = {name: position for position, name in enumerate(SLOW_MODULES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
     import torch
 
     if torch.cuda.is_available() or os.environ.get(REQUIRE_GPU_ENV) == "1":

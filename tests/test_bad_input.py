@@ -7,9 +7,11 @@ outcome, through the package and through the ``hybrid-ir`` command where it has 
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import logging
+import os
 import zipfile
 from pathlib import Path
 
@@ -264,6 +266,23 @@ def test_crossval_output_is_written_atomically(tmp_path, qrels, capsys, monkeypa
     monkeypatch.setattr(json, "dump", fail_midway)
     code, _, err = cli(capsys, *argv, str(report), "--measures", "P@1")
     assert code == 1 and "disk full" in err
+    assert list(report.parent.iterdir()) == []
+
+
+def test_a_full_disk_names_the_file_being_written(tmp_path, qrels, capsys, monkeypatch):
+    """ENOSPC from a write names no file ("[Errno 28] No space left on device" alone before)."""
+    run = write(tmp_path / "run.trec", "q1 Q0 a 1 2.0 t\nq2 Q0 c 1 1.0 t\n")
+    report = tmp_path / "out" / "report.json"
+
+    def disk_full(summary, out, **options):
+        out.write('{"partial": ')
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(json, "dump", disk_full)
+    argv = ["crossval", "--qrels", str(qrels), str(run), str(run), "--folds", "2", "-o"]
+    code, _, err = cli(capsys, *argv, str(report), "--measures", "P@1")
+    assert code == 1 and err.count("\n") == 1
+    assert f"No space left on device: '{report}'" in err
     assert list(report.parent.iterdir()) == []
 
 

@@ -405,6 +405,91 @@ def test_check_passes_and_fails(capsys, tmp_path):
     assert "NDCG@10: expected 0.4 +- 0.0001, got 0.390000" in err
 
 
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (SUMMARY_HEADER, "lists no checks: nothing was compared with its band"),
+        ("run\tstatus\ncf\tPASS\n", ":1: not a checks summary: the header must be collection"),
+        (SUMMARY_HEADER + "cf\tbm25-flat\tP@10\t0.5\tPASS\n", ":2: 5 columns where the header"),
+    ],
+    ids=["empty", "other header", "short row"],
+)
+def test_check_refuses_a_summary_that_checked_nothing_or_is_not_one(
+    capsys, tmp_path, content, problem
+):
+    summary = tmp_path / "summary.tsv"
+    summary.write_text(content, encoding="utf-8")
+    code, out, err = _run(capsys, ["check", str(summary)])
+    assert (code, out) == (1, "")
+    assert err.startswith("hybrid-ir error: ") and err.count("\n") == 1
+    assert problem in err
+
+
+# bad arguments ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", ["-1", "4294967296", "1.5"])
+def test_a_seed_no_generator_takes_is_a_usage_error(capsys, files, seed):
+    """numpy's generators raise on a negative seed (a traceback before)."""
+    base = ["--qrels", files["qrels"], "--seed", seed]
+    for argv in (
+        ["crossval", files["dense"], files["base"], *base],
+        ["compare", files["dense"], files["base"], *base],
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            main(argv)
+        assert stopped.value.code == 2
+        err = capsys.readouterr().err
+        assert "argument --seed: " in err and "Traceback" not in err
+
+
+def test_convert_names_a_source_that_is_not_role_path_or_not_the_readers(capsys, tmp_path):
+    with pytest.raises(SystemExit) as stopped:
+        main(["convert", "cf", "--source", "foo", "-o", str(tmp_path)])
+    assert stopped.value.code == 2
+    assert "argument --source: 'foo' is not ROLE=PATH" in capsys.readouterr().err
+    code, out, err = _run(
+        capsys,
+        ["convert", "cf", "--source", "cf74=a", "--source", "cf74=b", "-o", str(tmp_path)],
+    )
+    assert (code, out) == (1, "")
+    assert err == "hybrid-ir error: convert: --source cf74 given more than once\n"
+    code, out, err = _run(capsys, ["convert", "cf", "--source", "foo=bar", "-o", str(tmp_path)])
+    assert (code, out) == (1, "")
+    assert (
+        err.startswith("hybrid-ir error: convert.sources: the reader needs ")
+        and err.count("\n") == 1
+    )
+
+
+def test_a_file_name_with_terminal_escapes_is_printed_escaped(capsys, tmp_path, files):
+    """An escape sequence in a name (here: red text) reached the terminal raw."""
+    qrels = tmp_path / "evil\x1b[31m\rname.qrels"
+    qrels.write_text("q1 0 a one\n", encoding="utf-8")
+    code, out, err = _run(capsys, ["evaluate", "--qrels", str(qrels), "--run", files["dense"]])
+    assert (code, out) == (1, "")
+    assert "\x1b" not in err and "\r" not in err and err.count("\n") == 1
+    assert "evil\\x1b[31m\\rname.qrels:1:" in err
+
+
+def test_a_topic_judged_only_negatively_is_one_line_not_a_crash(tmp_path, files):
+    """pytrec_eval killed the process (exit 139) on the arqmath set with such a topic."""
+    qrels = tmp_path / "negative.qrels"
+    qrels.write_text("q1 0 a -1\nq1 0 x -3\nq2 0 b 1\n", encoding="utf-8")
+    program = "import sys; from hybrid_ir.cli import main; sys.exit(main())"
+    for argv in (
+        ["evaluate", "--qrels", str(qrels), "--run", files["dense"], "--measures", "arqmath"],
+        ["crossval", files["dense"], files["base"], "--qrels", str(qrels), "--folds", "2"],
+    ):
+        child = subprocess.run(
+            [sys.executable, "-c", program, *argv],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert child.returncode == 1, child.stderr
+        assert child.stdout == "" and child.stderr.count("\n") == 1, child.stderr
+        assert "topic 'q1' has only negative relevance grades" in child.stderr
+
+
 # --help ----------------------------------------------------------------------------------------
 
 

@@ -93,6 +93,14 @@ def test_paper_config_is_valid_over_the_default(config, tmp_path):
          "config.yaml: math_models.colbert.ndocs: 0 is less than the minimum of 1"),
         (lambda c: c["structure"]["arqmath"]["approach0-pya0"].update(shards=0),
          "config.yaml: structure.arqmath.approach0-pya0.shards: 0 is less than the minimum of 1"),
+        # NaN passed every minimum (comparisons with it are false) and failed inside the job.
+        (lambda c: c["bm25"].update(k1=float("nan")), "config.yaml: bm25.k1: nan is not a finite"),
+        (lambda c: c["math_models"]["pretraining"].update(lr=float("inf")),
+         "config.yaml: math_models.pretraining.lr: inf is not a finite number"),
+        # numpy's generators take seeds from 0 to 2^32 - 1 only (a traceback in the job before).
+        (lambda c: c.update(seed=-1), "config.yaml: seed: -1 is less than the minimum of 0"),
+        (lambda c: c["math_models"]["pretraining"].update(seed=2**32),
+         "config.yaml: math_models.pretraining.seed: 4294967296 is greater than the maximum of"),
     ],
 )  # fmt: skip
 def test_schema_violations_give_one_line_naming_the_key(config, edit, message):
@@ -343,3 +351,47 @@ def test_gpu_jobs_split_the_global_batch_over_their_gpus(config):
     assert training_processes(config, "colbert") == {1}
     with pytest.raises(ConfigError, match="global batch of 240 does not split evenly over 7"):
         validate_config(seven, SCHEMA, "config.yaml")
+
+
+_LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
+    for previous, name in zip("abcdefg", "bcdefgh", strict=True)
+)
+HOSTILE_CONFIGS = {
+    # (file contents, what both tools must say; None: Snakemake refuses it in its own words)
+    "alias bomb": (_LAUGHS, "too many aliases: with its YAML aliases expanded it holds 54,481,"),
+    "recursive alias": ("seed: &s [*s]\n", "too many aliases: with its YAML aliases expanded"),
+    "NaN": ("bm25: {k1: .nan}\n", "bm25.k1: nan is not a finite number"),
+    "top-level list": ("- seed\n- 7\n", None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_CONFIGS))
+def test_hostile_configuration_files_are_one_line_in_both_tools(tmp_path, case):
+    """`hybrid-ir config` and the workflow read the same layers: both refuse, before any job
+    (the alias bomb ran `hybrid-ir config` out of memory and printed 34.7 MB from both)."""
+    import subprocess
+    import sys
+
+    text, problem = HOSTILE_CONFIGS[case]
+    path = tmp_path / "hostile.yaml"
+    path.write_text(text, encoding="utf-8")
+    bin_dir = Path(sys.executable).parent
+    tool = subprocess.run(
+        [str(bin_dir / "hybrid-ir"), "config", "--configfile", str(path)],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    workflow = subprocess.run(
+        [str(bin_dir / "snakemake"), "-n", "--nolock", "--configfile", str(path)],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    said = workflow.stdout + workflow.stderr  # Snakemake prints its errors on stdout
+    assert tool.returncode == 1 and tool.stdout == ""
+    assert tool.stderr.startswith("hybrid-ir error: ") and tool.stderr.count("\n") == 1
+    assert len(tool.stderr) < 400 and len(said) < 10_000
+    assert workflow.returncode != 0
+    if problem is None:
+        assert "must be a mapping of keys at the top level" in tool.stderr
+        assert "keys at top level" in said
+    else:
+        assert problem in tool.stderr and problem in said

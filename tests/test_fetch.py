@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gzip
 import hashlib
 import http.server
@@ -128,7 +129,8 @@ def test_copy_from_mirror_verifies_and_names_the_source(tmp_path):
 def test_mirror_file_with_wrong_hash_fails_without_output(tmp_path):
     mirror = tmp_path / "mirror"
     mirror.mkdir()
-    (mirror / "cfquery").write_bytes(b"tampered\n")
+    tampered = b"qid 0 doc 2\n"  # as long as GOOD: only the hash tells them apart
+    (mirror / "cfquery").write_bytes(tampered)
     destination = tmp_path / "out" / "cfquery"
     entry = entry_for("cfquery", GOOD)
     with pytest.raises(FetchError) as error:
@@ -136,10 +138,31 @@ def test_mirror_file_with_wrong_hash_fails_without_output(tmp_path):
     message = str(error.value)
     assert "checksum mismatch for cfquery" in message
     assert entry.sha256 in message
-    assert hashlib.sha256(b"tampered\n").hexdigest() in message
+    assert hashlib.sha256(tampered).hexdigest() in message
     assert "owner/repo@" in message
     assert "\n" not in message
     assert list(destination.parent.iterdir()) == []
+
+
+def test_mirror_file_of_another_size_is_refused_before_it_is_copied(tmp_path):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "cfquery").write_bytes(GOOD[:5])  # a truncated copy
+    destination = tmp_path / "out" / "cfquery"
+    entry = entry_for("cfquery", GOOD)
+    with pytest.raises(FetchError) as error:
+        fetch(entry, mirror, destination)
+    message = str(error.value)
+    assert f"checksum mismatch for cfquery (from {mirror / 'cfquery'}): expected sha256" in message
+    assert f"of {len(GOOD)} bytes, got a file of 5 bytes (not hashed)" in message
+    assert list(destination.parent.iterdir()) == []
+
+
+def test_an_absurd_manifest_size_leaves_the_download_deadline_working(tmp_path, server, tls):
+    """A deadline derived from a size of 10**30 bytes overflowed the timer (OverflowError)."""
+    entry = dataclasses.replace(entry_for("good.txt", GOOD, f"{server}/good.txt"), size=10**30)
+    assert fetch(entry, None, tmp_path / "good.txt", ssl_context=tls).endswith("/good.txt")
+    assert (tmp_path / "good.txt").read_bytes() == GOOD
 
 
 def test_download_good_file(tmp_path, server, tls):
@@ -463,6 +486,25 @@ def test_manifest_add_writes_path_sha256_and_size_and_replaces_a_stale_row(tmp_p
         == 0
     )
     assert capsys.readouterr().out.rstrip().endswith("unchanged")
+
+
+def test_manifest_add_records_a_symlink_alias_under_its_own_name(tmp_path, capsys):
+    """The alias's path, not its target's (which the row named before)."""
+    from hybrid_ir.cli import main
+
+    mirror = tmp_path / "mirror"
+    (mirror / "stored").mkdir(parents=True)
+    target = mirror / "stored" / "posts-v1.3.xml"
+    target.write_bytes(b"<posts/>\n")
+    alias = mirror / "Posts.xml"
+    alias.symlink_to(target)
+    manifest = tmp_path / "manifest.tsv"
+    write_manifest([entry_for("cf/original/cfquery", GOOD)], manifest)
+    common = ["--mirror", str(mirror), "--manifest", str(manifest)]
+    assert main(["manifest", "add", str(alias), *common]) == 0, capsys.readouterr().err
+    rows = load_manifest(manifest)
+    assert "Posts.xml" in rows and "stored/posts-v1.3.xml" not in rows
+    assert rows["Posts.xml"].size == 9
 
 
 def test_manifest_add_refuses_a_file_outside_the_mirror_and_a_missing_one(tmp_path, capsys):

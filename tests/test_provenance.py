@@ -132,6 +132,31 @@ def test_cli_prints_the_chain_and_a_missing_result_is_not_an_error(workdir, caps
     assert "no longer on disk" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("corrupt", "problem"),
+    [
+        (lambda text: text[: len(text) // 2], "not a provenance record: "),
+        (lambda text: "[1, 2]\n", ":1: not a provenance record: not a JSON object"),
+        (lambda text: text.replace('"rule"', '"rules"'), "without a valid 'rule'"),
+        (lambda text: text.replace('"threads": 1', '"threads": "1"'), "without a valid 'threads'"),
+        (lambda text: text.replace('"commit"', '"commits"'), "without a valid 'git'"),
+        (lambda text: "\udcff" + text, "not a provenance record: "),
+    ],
+    ids=["cut", "list", "no rule", "threads a string", "no commit", "not UTF-8"],
+)
+def test_a_corrupt_record_is_one_line_naming_its_file(workdir, capsys, corrupt, problem):
+    """A cut, edited or foreign record was a traceback (JSONDecodeError, KeyError)."""
+    three_steps()
+    corpus = "results/collections/c/corpus.jsonl"
+    record = record_path(corpus)
+    corrupted = corrupt(record.read_text(encoding="utf-8"))
+    record.write_bytes(corrupted.encode("utf-8", errors="surrogateescape"))
+    assert cli.main(["provenance", "results/runs/c/test/bm25.trec"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"hybrid-ir error: {record}") and err.count("\n") == 1
+    assert problem in err
+
+
 def test_git_state_names_the_commit_and_dirtiness(tmp_path):
     state = git_state(str(REPO))
     head = subprocess.run(

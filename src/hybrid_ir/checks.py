@@ -23,7 +23,7 @@ from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
 from hybrid_ir import paths
-from hybrid_ir.errors import CheckFailed, ConfigError
+from hybrid_ir.errors import CheckFailed, ConfigError, InputFormatError
 from hybrid_ir.formats import atomic_output, load_yaml
 
 
@@ -118,13 +118,32 @@ def write_summary(results: list[CheckResult], path: str | Path) -> None:
 
 
 def read_summary(path: str | Path) -> list[dict]:
+    """The rows of a summary :func:`write_summary` wrote; another header, or a row with another
+    number of columns, is an error naming the line."""
+    columns = [field.name for field in fields(CheckResult)]
     with open(path, encoding="utf-8", newline="") as handle:
-        return list(csv.DictReader(handle, delimiter="\t"))
+        lines = csv.reader(handle, delimiter="\t")
+        header = next(lines, None)
+        if header != columns:
+            raise InputFormatError(
+                path, 1, f"not a checks summary: the header must be {' '.join(columns)}"
+            )
+        rows = []
+        for number, values in enumerate(lines, start=2):
+            if len(values) != len(columns):
+                raise InputFormatError(
+                    path, number, f"{len(values)} columns where the header has {len(columns)}"
+                )
+            rows.append(dict(zip(columns, values, strict=True)))
+    return rows
 
 
 def assert_all_passed(summary_path: str | Path) -> int:
-    """Raise :class:`CheckFailed` naming every failed check; return how many passed."""
+    """Raise :class:`CheckFailed` naming every failed check, or when the summary lists none;
+    return how many passed."""
     rows = read_summary(summary_path)
+    if not rows:
+        raise CheckFailed(f"{summary_path} lists no checks: nothing was compared with its band")
     failed = [row for row in rows if row["status"] != "PASS"]
     if failed:
         described = "; ".join(

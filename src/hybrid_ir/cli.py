@@ -10,9 +10,31 @@ from importlib.metadata import version
 from pathlib import Path
 
 from hybrid_ir import paths
-from hybrid_ir.errors import HybridIRError
+from hybrid_ir.errors import ConfigError, HybridIRError, printable
 from hybrid_ir.formats import MAX_RELEVANCE, atomic_output, relevance_limit
 from hybrid_ir.stats import PERMUTATIONS, RANDOMIZATION_SEED
+
+SEED_MAX = 2**32 - 1
+"""The largest seed every generator here takes (numpy's legacy RandomState: below 2^32)."""
+
+
+def _seed(text: str) -> int:
+    """A ``--seed``: an integer from 0 to :data:`SEED_MAX`, as the configuration's seeds."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"{value} is outside 0..{SEED_MAX}")
+    return value
+
+
+def _source(text: str) -> tuple[str, str]:
+    """A ``--source ROLE=PATH``, both parts non-empty."""
+    role, equals, path = text.partition("=")
+    if not (equals and role and path):
+        raise argparse.ArgumentTypeError(f"{text!r} is not ROLE=PATH")
+    return role, path
 
 
 def _manifest_from_sources(args: argparse.Namespace) -> None:
@@ -81,10 +103,18 @@ def _fetch(args: argparse.Namespace) -> None:
 
 
 def _convert(args: argparse.Namespace) -> None:
-    from hybrid_ir.collections import convert, get_reader
+    from hybrid_ir.collections import convert, source_problems
 
-    get_reader(args.reader)
-    sources = dict(pair.split("=", 1) for pair in args.source)
+    sources = dict(args.source)
+    roles = [role for role, _ in args.source]
+    repeated = sorted({role for role in roles if roles.count(role) > 1})
+    if repeated:
+        raise ConfigError(f"convert: --source {', '.join(repeated)} given more than once")
+    # The roles are checked as the workflow checks a configured collection's sources.
+    listed = {"reader": args.reader, "sources": sources, "topics": args.topics, "qrels": args.qrels}
+    errors, _ = source_problems("convert", listed)
+    if errors:
+        raise ConfigError("; ".join(errors))
     out = Path(args.output_dir)
     outputs = {}
     if not args.no_corpus:
@@ -407,6 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument(
         "--source",
         action="append",
+        type=_source,
         default=[],
         metavar="ROLE=PATH",
         help="a raw file and the reader's role for it; repeat for each (default: none)",
@@ -498,7 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure sets and/or ir_measures names (default: arqmath, unlike evaluate's beir)",
     )
     crossval.add_argument("--folds", type=int, default=5, help="number of folds")
-    crossval.add_argument("--seed", type=int, default=1234, help="seed of the fold split")
+    crossval.add_argument("--seed", type=_seed, default=1234, help="seed of the fold split")
     crossval.add_argument(
         "--alphas",
         type=float,
@@ -581,7 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"is no more (default: {PERMUTATIONS})",
     )
     compare.add_argument(
-        "--seed", type=int, default=RANDOMIZATION_SEED, help="seed of the random sign flips"
+        "--seed", type=_seed, default=RANDOMIZATION_SEED, help="seed of the random sign flips"
     )
     compare.add_argument(
         "--holm",
@@ -617,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
         with relevance_limit(getattr(args, "max_relevance", MAX_RELEVANCE)):
             args.handler(args)
     except (HybridIRError, OSError) as error:  # OSError: a missing or unreadable file
-        print(f"hybrid-ir error: {error}", file=sys.stderr)
+        print(f"hybrid-ir error: {printable(str(error))}", file=sys.stderr)
         return 1
     return 0
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import datetime
+import io
 from collections.abc import Mapping, Sequence
+from math import isfinite
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import jsonschema
 import yaml
 
 from hybrid_ir.checks import topic_sets
-from hybrid_ir.errors import ConfigError
+from hybrid_ir.errors import ConfigError, cut
 from hybrid_ir.formats import load_yaml
 from hybrid_ir.hub import check_pins, local_checkpoint
 from hybrid_ir.neural.distributed import accumulation_steps
@@ -107,17 +109,75 @@ def _replace_collection_sources(config: dict, layers: Sequence[tuple[str, Mappin
                     collections[name]["sources"] = copy.deepcopy(dict(entry["sources"]))
 
 
+EXPANDED_VALUES_LIMIT = 1_000_000
+"""The most values a configuration file may hold once its YAML aliases are expanded: a few
+hundred bytes of nested aliases (a "billion laughs") otherwise expand to billions, which
+validation walks until memory runs out and whose error message is the whole value."""
+
+
+def _yaml_children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _expanded_values(root: yaml.Node) -> int | None:
+    """How many values the document holds with every alias expanded (each node counted once
+    per use, sized once); None for a recursive alias, which never ends."""
+    sizes: dict[int, int] = {}
+    entered: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack[-1]
+        if id(node) in sizes:
+            stack.pop()
+            continue
+        children = _yaml_children(node)
+        if id(node) not in entered:
+            entered.add(id(node))
+            pending = [child for child in children if id(child) not in sizes]
+            # Entered but not sized: a node on the current path, reached again through an alias.
+            if any(id(child) in entered for child in pending):
+                return None
+            stack.extend(pending)
+            continue
+        sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+        stack.pop()
+    return sizes[id(root)]
+
+
+def _read_layer(path: str | Path) -> Mapping:
+    """One configuration file, refused in one line as Snakemake refuses it (not UTF-8, not a
+    mapping at the top level) and when its aliases expand beyond :data:`EXPANDED_VALUES_LIMIT`."""
+    where = f"configuration file {str(path)!r}"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        values = 0 if node is None else _expanded_values(node)
+        if values is None or values > EXPANDED_VALUES_LIMIT:
+            raise ConfigError(
+                f"{where}: too many aliases: with its YAML aliases expanded it holds "
+                + ("endless values (an alias inside its own anchor)" if values is None else
+                   f"{values:,} values, over the {EXPANDED_VALUES_LIMIT:,} allowed")
+            )  # fmt: skip
+        layer = load_yaml(io.StringIO(text))
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{where}: not UTF-8 text (byte {error.start})") from None
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"cannot read {where}: {cut(str(error))}") from None
+    if not isinstance(layer, Mapping):
+        found = "it is empty" if layer is None else f"its top level is a {type(layer).__name__}"
+        raise ConfigError(f"{where}: must be a mapping of keys at the top level, but {found}")
+    return layer
+
+
 def config_layers(files: Sequence[str | Path], overrides: Mapping) -> list[tuple[str, Mapping]]:
     """The configuration as Snakemake merges it, layer by layer, lowest first: the files (the
     workflow's config.yaml, then each ``--configfile`` in order), then ``--config`` overrides."""
-    layers: list[tuple[str, Mapping]] = []
-    for path in files:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                layer = load_yaml(handle)
-        except (OSError, yaml.YAMLError) as error:
-            raise ConfigError(f"cannot read configuration file {str(path)!r}: {error}") from None
-        layers.append((str(path), layer if isinstance(layer, Mapping) else {}))
+    layers: list[tuple[str, Mapping]] = [(str(path), _read_layer(path)) for path in files]
     layers.append(("--config", dict(overrides)))
     return layers
 
@@ -216,11 +276,12 @@ def validate_config(
     ``config[...]`` directly."""
     with open(schema_path, encoding="utf-8") as handle:
         schema = load_yaml(handle)
+    _check_finite(config, source)
     errors = sorted(_VALIDATOR(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise ConfigError(f"{source}: {_location(first)}: {first.message}{more}")
+        raise ConfigError(f"{source}: {cut(_location(first))}: {cut(first.message)}{more}")
     _check_training_lengths(config, source)
     config["fusions"] = _fusions_by_topic_set(config["fusions"])
     for by_topics in config["external_runs"].values():
@@ -236,6 +297,20 @@ def validate_config(
         check_pins(config, source)
     _check_resources(config, set(schema["properties"]["resources"]["properties"]), source)
     _check_batches(config, source)
+
+
+def _check_finite(value: Any, source: str, where: tuple[str, ...] = ()) -> None:
+    """NaN and infinities are refused wherever they are: a schema's ``minimum`` lets NaN pass
+    (every comparison with it is false), and a job would fail on it only hours later."""
+    if isinstance(value, float) and not isfinite(value):
+        key = ".".join(where) or "(top level)"
+        raise ConfigError(f"{source}: {key}: {value} is not a finite number")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_finite(item, source, (*where, str(key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_finite(item, source, (*where, str(index)))
 
 
 # The rule whose jobs train each section's models: their GPUs decide the process count.

@@ -7,13 +7,29 @@ from pathlib import Path
 QUOTE_LIMIT = 200
 
 
-def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
-    """``repr`` of an offending value, cut to ``limit`` characters so that a hostile or binary
-    input cannot flood a log or a terminal."""
-    text = repr(value)
+def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there were, so that a hostile
+    or binary input cannot flood a log or a terminal."""
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters written as escapes (``\\x1b``, ``\\n``), so that
+    an id or a file name in a message cannot recolour the terminal, move its cursor or fake a
+    line of output."""
+    if text.isprintable():
+        return text
+    return "".join(
+        char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
+        for char in text
+    )
+
+
+def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``repr`` of an offending value, :func:`cut` to ``limit`` characters."""
+    return cut(repr(value), limit)
 
 
 class HybridIRError(Exception):

@@ -313,9 +313,19 @@ def evaluate(
     """
     columns = resolve_measures(measures)
     topics = sorted(qrels, key=topic_sort_key)
+    qrels_name, run_name = names
+    # trec_eval reads a negative grade as "not judged"; pytrec_eval crashes the process on a
+    # topic judged only so (Bpref with NumRelRet at rel=2, as the arqmath set asks).
+    unjudged = [topic for topic in topics if max(qrels[topic].values(), default=0) < 0]
+    if unjudged:
+        more = f" (and {len(unjudged) - 1} more topic(s))" if len(unjudged) > 1 else ""
+        raise EvaluationError(
+            f"{qrels_name}: topic {unjudged[0]!r}{more} has only negative relevance grades, "
+            "which trec_eval reads as unjudged: there is nothing to score it on; remove the "
+            "topic or grade a document 0 or more"
+        )
     answered = {topic: docs for topic, docs in run.items() if topic in qrels and docs}
     if not answered:
-        qrels_name, run_name = names
         problem = (
             f"{qrels_name} has no judgments"
             if not qrels

@@ -206,6 +206,15 @@ def _fetch_unverified(
 ) -> str:
     mirrored = mirror / entry.path if mirror else None
     if mirrored and mirrored.is_file():
+        # The stored file itself: a size other than the manifest's is another file, said before
+        # its copy and hash (a truncated copy of a large file, say).
+        size = mirrored.stat().st_size
+        if size != entry.size:
+            raise FetchError(
+                f"checksum mismatch for {entry.path} (from {mirrored}): expected sha256 "
+                f"{entry.sha256} of {entry.size} bytes, got a file of {size} bytes (not hashed); "
+                f"get the original from {entry.where_to_get_it()}"
+            )
         shutil.copyfile(mirrored, staging)
         return str(mirrored)
     where = f"not in the mirror {mirror}" if mirror else "no mirror configured"
@@ -320,7 +329,8 @@ class _Deadline:
         self.passed = False
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
-        self._timer = threading.Timer(seconds, self._cut)
+        # An absurd manifest size gives a deadline no timer can wait for (OverflowError).
+        self._timer = threading.Timer(min(seconds, threading.TIMEOUT_MAX), self._cut)
 
     def __enter__(self) -> _Deadline:
         self._timer.start()
@@ -437,12 +447,15 @@ def write_manifest(entries: list[ManifestEntry], path: str | Path) -> None:
 def entry_for_file(file: str | Path, mirror: Path, url: str = "") -> ManifestEntry:
     """A manifest row for a file the user put in the mirror: its path relative to the mirror,
     sha256 and size (and where it can be downloaded, if given)."""
-    resolved, root = Path(file).resolve(), mirror.resolve()
+    # The file's own name, not a symlink's target: an alias in the mirror is recorded as the
+    # alias (its folders are resolved, as the mirror's are).
+    given, root = Path(file).parent.resolve() / Path(file).name, mirror.resolve()
+    resolved = given.resolve()
     if not resolved.is_file():
         raise FetchError(f"{file}: no such file")
-    if not resolved.is_relative_to(root):
+    if not given.is_relative_to(root):
         raise FetchError(f"{file}: not inside the mirror {mirror}; copy it there first")
-    relative = resolved.relative_to(root).as_posix()
+    relative = given.relative_to(root).as_posix()
     if url and not _is_https(url):
         raise FetchError(f"{file}: the download URL must be https, got {url!r}")
     return ManifestEntry(

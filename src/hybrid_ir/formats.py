@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import gzip
 import io
 import json
@@ -46,6 +47,10 @@ def load_yaml(handle: IO) -> Any:
     return yaml.load(handle, Loader=_YAML_LOADER)
 
 
+_FULL_DISK = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""The errors of a write that did not fit (disk, quota, file size)."""
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | Path, mode: str = "w") -> Iterator[IO]:
     """Open a temporary sibling of ``path`` and rename it to ``path`` only on success."""
@@ -58,6 +63,13 @@ def atomic_output(path: str | Path, mode: str = "w") -> Iterator[IO]:
             yield handle
         make_readable(tmp_name)
         os.replace(tmp_name, path)
+    except OSError as error:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        # A write or close on a full disk or quota names no file: name the one being written.
+        if error.filename is None and error.errno in _FULL_DISK:
+            raise OSError(error.errno, error.strerror, str(path)) from error
+        raise
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)

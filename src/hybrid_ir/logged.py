@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hybrid_ir.errors import HybridIRError, quoted
+from hybrid_ir.errors import HybridIRError, printable, quoted
 from hybrid_ir.formats import relevance_limit
 from hybrid_ir.provenance import write_records
 
@@ -122,8 +122,8 @@ def run_step(
         if hasattr(job, "output"):  # a Snakemake job, not a test's stand-in
             write_records(job, time.perf_counter() - started, raw)
     except HybridIRError as error:
-        logging.error("%s", error)
-        print(f"hybrid-ir error: {error}", file=console)
+        logging.error("%s", printable(str(error)))
+        print(f"hybrid-ir error: {printable(str(error))}", file=console)
         sys.exit(1)
     except Exception as error:  # a bug, not bad input: keep the traceback for the report
         logging.exception("unexpected error")

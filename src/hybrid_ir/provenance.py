@@ -25,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from hybrid_ir.errors import InputFormatError
 from hybrid_ir.formats import atomic_output
 from hybrid_ir.paths import RESULTS
 
@@ -164,12 +165,48 @@ def output_digest(path: Path) -> str | None:
     return file_sha256(path) if path.is_file() else None
 
 
+RECORD_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "output": str,
+    "sha256": (str, type(None)),
+    "rule": str,
+    "wildcards": dict,
+    "inputs": list,
+    "raw_inputs": dict,
+    "seeds": dict,
+    "git": dict,
+    "config_sha256": str,
+    "packages": dict,
+    "device": str,
+    "threads": int,
+    "wall_time_s": (int, float),
+}
+"""The fields :func:`write_records` writes that readers use, and their JSON types."""
+
+
 def read_record(output: str | Path) -> dict | None:
+    """The provenance record of ``output``, None when it has none; a record that is not JSON,
+    or lacks a field or holds it as another type, is an error naming the file."""
     path = record_path(output)
     if not path.is_file():
         return None
     with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+        try:
+            record = json.load(handle)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            line = getattr(error, "lineno", None)
+            raise InputFormatError(path, line, f"not a provenance record: {error}") from None
+    if not isinstance(record, dict):
+        raise InputFormatError(path, 1, "not a provenance record: not a JSON object")
+    for field, kind in RECORD_FIELDS.items():
+        if not isinstance(record.get(field), kind) or isinstance(record.get(field), bool):
+            raise InputFormatError(
+                path, None, f"provenance record without a valid {field!r} (corrupt or edited?)"
+            )
+    if not {"commit", "dirty"} <= record["git"].keys():
+        raise InputFormatError(
+            path, None, "provenance record without a valid 'git' (corrupt or edited?)"
+        )
+    return record
 
 
 def inherited_raw_inputs(inputs: list[str]) -> dict[str, str]:

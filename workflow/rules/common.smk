@@ -30,7 +30,7 @@ from hybrid_ir.report import BEYOND, paper_category
 from hybrid_ir.scheduler_timers import keep_one_pending_timer
 from hybrid_ir.report import category as report_category
 from hybrid_ir.tables import row_sources, source_key, table_groups
-from hybrid_ir.errors import HybridIRError
+from hybrid_ir.errors import HybridIRError, printable
 from hybrid_ir.fetch import load_manifest, mirror_root
 from hybrid_ir.hub import (
     DENSE_MODEL_KEYS,
@@ -71,7 +71,7 @@ try:
     }
     use_model_cache(config)
 except (HybridIRError, OSError) as error:
-    raise WorkflowError(f"hybrid-ir: {error}") from None
+    raise WorkflowError(f"hybrid-ir: {printable(str(error))}") from None
 for _warning in config_warnings(config):
     logger.warning(f"hybrid-ir: config warning: {_warning}")
 
