@@ -15,7 +15,7 @@ import yaml
 
 from hybrid_ir.checks import topic_sets
 from hybrid_ir.errors import ConfigError, cut
-from hybrid_ir.formats import load_yaml
+from hybrid_ir.formats import YAML_LOADER, load_yaml
 from hybrid_ir.hub import check_pins, local_checkpoint
 from hybrid_ir.neural.distributed import accumulation_steps
 from hybrid_ir.neural.encoders import ENCODERS
@@ -155,7 +155,7 @@ def _read_layer(path: str | Path) -> Mapping:
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
-        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        node = yaml.compose(text, Loader=YAML_LOADER)
         values = 0 if node is None else _expanded_values(node)
         if values is None or values > EXPANDED_VALUES_LIMIT:
             raise ConfigError(

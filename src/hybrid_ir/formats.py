@@ -39,12 +39,12 @@ REQUIRED_KEYS = ("id", "title", "text")
 # libyaml's parser where PyYAML was built with it: the same documents as yaml.safe_load, about ten
 # times faster, which every Snakemake start (a no-op re-run included) feels in the schema,
 # configuration and expected-score files it reads.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_yaml(handle: IO) -> Any:
     """``yaml.safe_load(handle)``, by libyaml where available."""
-    return yaml.load(handle, Loader=_YAML_LOADER)
+    return yaml.load(handle, Loader=YAML_LOADER)
 
 
 _FULL_DISK = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
@@ -63,16 +63,12 @@ def atomic_output(path: str | Path, mode: str = "w") -> Iterator[IO]:
             yield handle
         make_readable(tmp_name)
         os.replace(tmp_name, path)
-    except OSError as error:
+    except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         # A write or close on a full disk or quota names no file: name the one being written.
-        if error.filename is None and error.errno in _FULL_DISK:
+        if isinstance(error, OSError) and error.filename is None and error.errno in _FULL_DISK:
             raise OSError(error.errno, error.strerror, str(path)) from error
-        raise
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
         raise
 
 
