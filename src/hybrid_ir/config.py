@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import datetime
-import io
 from collections.abc import Mapping, Sequence
 from math import isfinite
 from pathlib import Path
@@ -148,14 +147,36 @@ def _expanded_values(root: yaml.Node) -> int | None:
     return sizes[id(root)]
 
 
-def _read_layer(path: str | Path) -> Mapping:
+_READ_FILES: dict[tuple[str, int, int], Mapping] = {}
+"""Configuration files read in this process, by path, modification time and size: Snakemake's
+``configfile:`` and the workflow's own layers read the same files at every start."""
+
+
+def read_config_file(path: str | Path) -> dict:
     """One configuration file, refused in one line as Snakemake refuses it (not UTF-8, not a
-    mapping at the top level) and when its aliases expand beyond :data:`EXPANDED_VALUES_LIMIT`."""
+    mapping at the top level) and when its aliases expand beyond :data:`EXPANDED_VALUES_LIMIT`;
+    a copy of its mapping each call."""
     where = f"configuration file {str(path)!r}"
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        node = yaml.compose(text, Loader=YAML_LOADER)
+        status = Path(path).stat()
+        key = (str(Path(path).resolve()), status.st_mtime_ns, status.st_size)
+        if key not in _READ_FILES:
+            with open(path, encoding="utf-8") as handle:
+                _READ_FILES[key] = _parse_layer(handle.read(), where)
+        layer = _READ_FILES[key]
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{where}: not UTF-8 text (byte {error.start})") from None
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"cannot read {where}: {cut(str(error))}") from None
+    return copy.deepcopy(dict(layer))
+
+
+def _parse_layer(text: str, where: str) -> Mapping:
+    """The document of ``text``, composed once: its aliases counted on the node graph, then
+    constructed from it."""
+    loader = YAML_LOADER(text)
+    try:
+        node = loader.get_single_node()
         values = 0 if node is None else _expanded_values(node)
         if values is None or values > EXPANDED_VALUES_LIMIT:
             raise ConfigError(
@@ -163,11 +184,9 @@ def _read_layer(path: str | Path) -> Mapping:
                 + ("endless values (an alias inside its own anchor)" if values is None else
                    f"{values:,} values, over the {EXPANDED_VALUES_LIMIT:,} allowed")
             )  # fmt: skip
-        layer = load_yaml(io.StringIO(text))
-    except UnicodeDecodeError as error:
-        raise ConfigError(f"{where}: not UTF-8 text (byte {error.start})") from None
-    except (OSError, yaml.YAMLError) as error:
-        raise ConfigError(f"cannot read {where}: {cut(str(error))}") from None
+        layer = None if node is None else loader.construct_document(node)
+    finally:
+        loader.dispose()
     if not isinstance(layer, Mapping):
         found = "it is empty" if layer is None else f"its top level is a {type(layer).__name__}"
         raise ConfigError(f"{where}: must be a mapping of keys at the top level, but {found}")
@@ -177,7 +196,7 @@ def _read_layer(path: str | Path) -> Mapping:
 def config_layers(files: Sequence[str | Path], overrides: Mapping) -> list[tuple[str, Mapping]]:
     """The configuration as Snakemake merges it, layer by layer, lowest first: the files (the
     workflow's config.yaml, then each ``--configfile`` in order), then ``--config`` overrides."""
-    layers: list[tuple[str, Mapping]] = [(str(path), _read_layer(path)) for path in files]
+    layers: list[tuple[str, Mapping]] = [(str(path), read_config_file(path)) for path in files]
     layers.append(("--config", dict(overrides)))
     return layers
 

@@ -27,7 +27,6 @@ from hybrid_ir.config import (
 from hybrid_ir.neural.encoders import ENCODERS
 from hybrid_ir.neural.released import checkpoint_input
 from hybrid_ir.report import BEYOND, paper_category
-from hybrid_ir.scheduler_timers import keep_one_pending_timer
 from hybrid_ir.report import category as report_category
 from hybrid_ir.tables import row_sources, source_key, table_groups
 from hybrid_ir.errors import HybridIRError, printable
@@ -39,10 +38,6 @@ from hybrid_ir.hub import (
     local_checkpoint,
     use_model_cache,
 )
-
-# Snakemake's scheduler otherwise gains a wake-up timer per finished job (its own CPU time grew
-# to 16-18 % of a core in the default run): see hybrid_ir.scheduler_timers.
-keep_one_pending_timer()
 
 try:
     resolve_overrides(

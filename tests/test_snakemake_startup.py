@@ -1,0 +1,144 @@
+"""Snakemake's start without pandas and without pure-Python YAML, deciding the same things."""
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import snakemake.common.configfile as configfile_module
+from snakemake.persistence import PersistenceBase
+from snakemake_interface_common.exceptions import WorkflowError
+
+from hybrid_ir.snakemake_startup import read_configfiles_with_libyaml, serialize_params_lazily
+
+
+class _Persistence:
+    """Stands in for Snakemake's persistence: the property replaced and the two serializers."""
+
+    @property
+    def _serialize_param(self):
+        raise AssertionError("replaced by serialize_params_lazily")
+
+    def _serialize_param_pandas(self, value):
+        return ("pandas", value)
+
+    def _serialize_param_builtin(self, value):
+        return ("builtin", value)
+
+
+def test_parameters_go_to_the_pandas_serializer_only_once_pandas_is_imported(monkeypatch):
+    assert serialize_params_lazily(_Persistence)
+    persistence = _Persistence()
+    monkeypatch.delitem(sys.modules, "pandas", raising=False)
+    assert persistence._serialize_param(3) == ("builtin", 3)
+    monkeypatch.setitem(sys.modules, "pandas", object())
+    assert persistence._serialize_param(3) == ("pandas", 3)
+    assert serialize_params_lazily(_Persistence)  # twice: one replacement
+    assert persistence._serialize_param(3) == ("pandas", 3)
+
+
+def test_a_snakemake_start_imports_neither_pandas_nor_pyyamls_python_loader_for_the_config(
+    tmp_path,
+):
+    """A dry run of a one-rule workflow with a params entry and a configfile, in a fresh
+    process: the parameters are serialized (Snakemake checks them for the rule's output) and
+    the configuration arrives, without pandas being imported."""
+    (tmp_path / "config.yaml").write_text("greeting: hello\nnested: {a: [1, 2]}\n")
+    (tmp_path / "out.txt").write_text("hello\n")
+    (tmp_path / "Snakefile").write_text(
+        textwrap.dedent(
+            """
+            import sys
+            from hybrid_ir.snakemake_startup import (
+                read_configfiles_with_libyaml,
+                serialize_params_lazily,
+            )
+
+            read_configfiles_with_libyaml()
+            serialize_params_lazily()
+
+            configfile: "config.yaml"
+
+            assert config == {"greeting": "hello", "nested": {"a": [1, 2]}}, config
+
+            onstart:
+                print("pandas imported:", "pandas" in sys.modules)
+
+            rule all:
+                output: "out.txt"
+                params: greeting=config["greeting"]
+                shell: "echo {params.greeting} > {output}"
+            """
+        )
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "1", "--forceall", "--quiet"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "pandas imported: False" in run.stdout + run.stderr
+    assert (tmp_path / "out.txt").read_text() == "hello\n"
+
+
+@pytest.fixture
+def configfile_reader(monkeypatch):
+    """Snakemake's configfile module with the replacement applied, undone afterwards."""
+    monkeypatch.setattr(configfile_module, "load_configfile", configfile_module.load_configfile)
+    assert read_configfiles_with_libyaml()
+    return configfile_module.load_configfile
+
+
+def test_the_configfile_reader_gives_what_snakemakes_gives(configfile_reader, tmp_path):
+    text = Path("config.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    original = configfile_module._load_configfile(str(path))
+    assert configfile_reader(str(path)) == original
+    # Each call returns a copy: Snakemake fills schema defaults into what it receives.
+    first = configfile_reader(str(path))
+    first["seeds"] = "changed"
+    assert configfile_reader(str(path)) == original
+
+
+def test_json_and_yte_files_go_to_snakemakes_own_reader(configfile_reader, tmp_path):
+    json_file = tmp_path / "config.json"
+    json_file.write_text('{"a": 1}')
+    assert configfile_reader(str(json_file)) == {"a": 1}
+    templated = tmp_path / "templated.yaml"
+    templated.write_text("__use_yte__: true\na:\n  ?if True:\n    1\n  ?else:\n    2\n")
+    assert configfile_reader(str(templated)) == {"a": 1}
+
+
+def test_a_bad_configfile_is_one_line_naming_it(configfile_reader, tmp_path):
+    bomb = tmp_path / "bomb.yaml"
+    layers = "\n".join(
+        [f"l0: &l0 [{', '.join(['x'] * 10)}]"]
+        + [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 8)]
+    )
+    bomb.write_text(layers + "\n")
+    with pytest.raises(WorkflowError, match="bomb.yaml.*too many aliases"):
+        configfile_reader(str(bomb))
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes("a: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(WorkflowError, match="latin.yaml.*not UTF-8"):
+        configfile_reader(str(latin))
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- a\n- b\n")
+    with pytest.raises(WorkflowError, match="list.yaml.*top level is a list"):
+        configfile_reader(str(listed))
+
+
+def test_a_missing_configfile_is_named(configfile_reader, tmp_path):
+    with pytest.raises(WorkflowError, match="cannot read .*absent.yaml.*No such file"):
+        configfile_reader(str(tmp_path / "absent.yaml"))
+
+
+def test_the_pinned_snakemake_has_what_the_workflow_replaces():
+    """Snakemake renaming either would silently bring the costs back: fail here instead."""
+    assert isinstance(PersistenceBase.__dict__["_serialize_param"], property)
+    assert serialize_params_lazily()
+    assert callable(getattr(configfile_module, "load_configfile", None))
