@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from hybrid_ir.analysis import Analyzer, clean_text, lemma_languages
@@ -85,3 +88,18 @@ def test_unsupported_languages_raise_config_error() -> None:
     with pytest.raises(ConfigError, match="stop-word list for language 'xx'"):
         Analyzer("xx", lemmatize=False)
     assert Analyzer("xx", lemmatize=False, stop_words=False)("Ab cd") == ["ab", "cd"]
+
+
+def test_analysis_does_not_import_torch_and_leaves_it_importable():
+    """thinc, under spaCy, would import torch (2-3 s of every sparse retrieval job) for
+    backends the analyzer never uses; a job that needs torch afterwards still gets it."""
+    code = (
+        "import sys\n"
+        "from hybrid_ir.analysis import Analyzer\n"
+        "assert Analyzer()('The mice were running') == ['mouse', 'run']\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+        "import torch\n"
+        "assert torch.ones(2).sum().item() == 2.0\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr

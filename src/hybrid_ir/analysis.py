@@ -27,19 +27,40 @@ Everything is a pure function of the text and the installed spaCy data, hence de
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from typing import cast
 
-import spacy
-from spacy.language import Language
-from spacy.pipeline import Lemmatizer
-from spacy.tokens import Token
-from spacy.util import registry
-
 from hybrid_ir.errors import ConfigError
+
+
+@contextlib.contextmanager
+def _torch_hidden() -> Iterator[None]:
+    """torch looks absent while spaCy is first imported, unless the job imported it already.
+
+    thinc, beneath spaCy, imports torch whenever it is installed (2.6 s on 2 cores, in every
+    job that analyzes text) for model backends the analyzer never uses: a blank pipeline and
+    lookup tables run on NumPy alone. A job that needs torch later imports it as usual."""
+    if "torch" in sys.modules:
+        yield
+        return
+    sys.modules["torch"] = None  # type: ignore[assignment]  # "import torch" raises ImportError
+    try:
+        yield
+    finally:
+        del sys.modules["torch"]
+
+
+with _torch_hidden():
+    import spacy
+    from spacy.language import Language
+    from spacy.pipeline import Lemmatizer
+    from spacy.tokens import Token
+    from spacy.util import registry
 
 BATCH_SIZE = 10_000
 """Texts analysed together: their new chunks go through :meth:`spacy.language.Language.pipe`."""
