@@ -1,16 +1,15 @@
 from snakemake.utils import min_version
 
 from hybrid_ir.checks import run_summary
-from hybrid_ir.scheduler_timers import keep_one_pending_timer
-from hybrid_ir.snakemake_startup import (
+from hybrid_ir.snakemake_patches import (
+    keep_one_pending_timer,
     read_configfiles_with_libyaml,
     serialize_params_lazily,
 )
 
 min_version("9.0")
-# Snakemake's own costs the workflow does without: a scheduler wake-up timer per finished job
-# (hybrid_ir.scheduler_timers); pandas and pure-Python YAML at every start
-# (hybrid_ir.snakemake_startup).
+# Snakemake's own costs the workflow does without (hybrid_ir.snakemake_patches): a scheduler
+# wake-up timer per finished job; pandas and pure-Python YAML at every start.
 keep_one_pending_timer()
 read_configfiles_with_libyaml()
 serialize_params_lazily()

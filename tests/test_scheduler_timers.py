@@ -4,7 +4,7 @@ import threading
 
 from snakemake.scheduling.job_scheduler import JobScheduler
 
-from hybrid_ir.scheduler_timers import keep_one_pending_timer
+from hybrid_ir.snakemake_patches import keep_one_pending_timer
 
 
 class _Rounds:

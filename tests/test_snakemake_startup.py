@@ -10,7 +10,7 @@ import snakemake.common.configfile as configfile_module
 from snakemake.persistence import PersistenceBase
 from snakemake_interface_common.exceptions import WorkflowError
 
-from hybrid_ir.snakemake_startup import read_configfiles_with_libyaml, serialize_params_lazily
+from hybrid_ir.snakemake_patches import read_configfiles_with_libyaml, serialize_params_lazily
 
 
 class _Persistence:
@@ -50,7 +50,7 @@ def test_a_snakemake_start_imports_neither_pandas_nor_pyyamls_python_loader_for_
         textwrap.dedent(
             """
             import sys
-            from hybrid_ir.snakemake_startup import (
+            from hybrid_ir.snakemake_patches import (
                 read_configfiles_with_libyaml,
                 serialize_params_lazily,
             )
