@@ -398,12 +398,16 @@ def approach0_build(workdir: Path, name: str, shard: int = 0, shards: int = 1) -
     from hybrid_ir.structure import DocumentTemplate, Terms
 
     started = time.perf_counter()
+    directory = Path(os.environ["SCALE_APPROACH0_DIR"])
     stats = index_corpus(
         workdir / "corpus.jsonl",
         DocumentTemplate(DOCUMENT),
         Terms(STEMMER),
-        Path(os.environ["SCALE_APPROACH0_DIR"]) / name,
+        directory / name,
         MAX_UNPARSED_RATE,
+        # Built where it is kept: without it, index_corpus builds in the system's temporary
+        # directory (the disk here) and copies the result to --approach0-scratch.
+        scratch=directory,
         shard=shard,
         shards=shards,
     )
