@@ -1,18 +1,22 @@
 from snakemake.utils import min_version
 
 from hybrid_ir.checks import run_summary
+from hybrid_ir.jobserver import close_job_servers, open_job_servers
 from hybrid_ir.snakemake_patches import (
     keep_one_pending_timer,
     read_configfiles_with_libyaml,
+    run_python_scripts_in_job_servers,
     serialize_params_lazily,
 )
 
 min_version("9.0")
 # Snakemake's own costs the workflow does without (hybrid_ir.snakemake_patches): a scheduler
-# wake-up timer per finished job; pandas and pure-Python YAML at every start.
+# wake-up timer per finished job; pandas and pure-Python YAML at every start; torch's and
+# transformers' imports in every script job (job servers, where the configuration has them).
 keep_one_pending_timer()
 read_configfiles_with_libyaml()
 serialize_params_lazily()
+run_python_scripts_in_job_servers()
 
 
 configfile: "config.yaml"
@@ -44,13 +48,20 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/tables.smk"
 
 
+onstart:
+    if uses_job_servers():
+        open_job_servers()
+
+
 # The job log runs to thousands of lines; its last lines say whether the run worked and where
 # its results are.
 onsuccess:
+    close_job_servers()
     print(run_summary(succeeded=True))
 
 
 onerror:
+    close_job_servers()
     print(run_summary(succeeded=False))
 
 

@@ -1,21 +1,26 @@
-"""hybrid_ir.snakemake_patches: Snakemake's scheduler keeps one pending re-evaluation timer, and
-its start goes without pandas and pure-Python YAML, deciding the same things."""
+"""hybrid_ir.snakemake_patches: Snakemake's scheduler keeps one pending re-evaluation timer, its
+start goes without pandas and pure-Python YAML, deciding the same things, and script jobs go to
+job servers only where the workflow opened them, their benchmarks sampling the served child."""
 
+import os
 import subprocess
 import sys
 import textwrap
 import threading
 from pathlib import Path
 
+import psutil
 import pytest
 import snakemake.common.configfile as configfile_module
 from snakemake.persistence import PersistenceBase
 from snakemake.scheduling.job_scheduler import JobScheduler
 from snakemake_interface_common.exceptions import WorkflowError
 
+from hybrid_ir.jobserver import DIRECTORY_ENV
 from hybrid_ir.snakemake_patches import (
     keep_one_pending_timer,
     read_configfiles_with_libyaml,
+    run_python_scripts_in_job_servers,
     serialize_params_lazily,
 )
 
@@ -200,3 +205,59 @@ def test_the_pinned_snakemake_has_what_the_workflow_replaces():
     assert isinstance(PersistenceBase.__dict__["_serialize_param"], property)
     assert serialize_params_lazily()
     assert callable(getattr(configfile_module, "load_configfile", None))
+    assert run_python_scripts_in_job_servers()
+
+
+class _Script:
+    """Stands in for Snakemake's ``PythonScript``: the replaced method and the one it calls."""
+
+    conda_env = container_img = env_modules = None
+
+    def __init__(self) -> None:
+        self.commands: list[tuple[str, str]] = []
+
+    def execute_script(self, fname, edit=False):
+        self.commands.append(("python {fname:q}", fname))
+
+    def _execute_cmd(self, cmd, **kwargs):
+        self.commands.append((cmd, kwargs["fname"]))
+
+
+class _Timer:
+    """Stands in for Snakemake's ``BenchmarkTimer``: what its constructor sets."""
+
+    def __init__(self, pid, bench_record=None):
+        self.main = psutil.Process(pid)
+
+
+def test_script_jobs_go_to_job_servers_only_where_the_workflow_opened_them(monkeypatch, tmp_path):
+    assert run_python_scripts_in_job_servers(_Script, _Timer)
+    script = _Script()
+    monkeypatch.delenv(DIRECTORY_ENV, raising=False)
+    script.execute_script("job.py")
+    monkeypatch.setenv(DIRECTORY_ENV, str(tmp_path))
+    script.execute_script("job.py")
+    script.conda_env = "envs/other.yaml"  # its own interpreter: Snakemake's way
+    script.execute_script("job.py")
+    assert script.commands == [
+        ("python {fname:q}", "job.py"),
+        ("{py_exec} -m hybrid_ir.jobserver run {fname:q}", "job.py"),
+        ("python {fname:q}", "job.py"),
+    ]
+
+
+def test_a_benchmark_samples_the_child_a_server_runs_for_a_client(monkeypatch, tmp_path):
+    assert run_python_scripts_in_job_servers(_Script, _Timer)
+    monkeypatch.setenv(DIRECTORY_ENV, str(tmp_path))
+    (tmp_path / "jobs").mkdir()
+    client = subprocess.Popen(["sleep", "30"])
+    served = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        (tmp_path / "jobs" / str(client.pid)).write_text(f"{served.pid}\n")
+        observed = _Timer(os.getpid()).main
+        assert observed.pid == os.getpid()
+        found = {process.pid for process in observed.children(recursive=True)}
+        assert {client.pid, served.pid} <= found
+    finally:
+        client.kill()
+        served.kill()

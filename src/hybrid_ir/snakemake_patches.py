@@ -37,6 +37,7 @@ re-evaluation gets one from the pending timer no later than from its own.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -135,3 +136,85 @@ def read_configfiles_with_libyaml(configfile_module: Any = None) -> bool:
         return load_configfile
 
     return _replace_once(configfile_module, "load_configfile", build)
+
+
+def run_python_scripts_in_job_servers(
+    script_class: Any | None = None, timer_class: Any | None = None
+) -> bool:
+    """Replace ``PythonScript.execute_script`` and ``BenchmarkTimer.__init__`` so that a
+    ``script:`` job runs in a :mod:`hybrid_ir.jobserver` child and its benchmark measures that
+    child. Both do what Snakemake did unless :func:`hybrid_ir.jobserver.open_job_servers` set
+    the servers' directory in this process's environment; a job with a conda environment, a
+    container, environment modules or ``--edit-notebook`` always runs as Snakemake runs it."""
+    from hybrid_ir.jobserver import DIRECTORY_ENV
+
+    if script_class is None:
+        from snakemake.script import PythonScript
+
+        script_class = PythonScript
+    if timer_class is None:
+        from snakemake.benchmark import BenchmarkTimer
+
+        timer_class = BenchmarkTimer
+
+    def build_execute(original: Callable[..., None]) -> Callable[..., None]:
+        def execute_script(self: Any, fname: str, edit: bool = False) -> None:
+            own_interpreter = (
+                edit
+                or self.conda_env is not None
+                or self.container_img is not None
+                or self.env_modules is not None
+            )
+            if own_interpreter or not os.environ.get(DIRECTORY_ENV):
+                return original(self, fname, edit)
+            self._execute_cmd(
+                "{py_exec} -m hybrid_ir.jobserver run {fname:q}",
+                py_exec=sys.executable,
+                fname=fname,
+                is_python_script=True,
+            )
+
+        return execute_script
+
+    def build_init(original: Callable[..., None]) -> Callable[..., None]:
+        def init(self: Any, pid: int, *args: Any, **kwargs: Any) -> None:
+            original(self, pid, *args, **kwargs)
+            directory = os.environ.get(DIRECTORY_ENV)
+            if directory:
+                self.main = _WithServedChildren(self.main, Path(directory) / "jobs")
+
+        return init
+
+    return _replace_once(script_class, "execute_script", build_execute) and _replace_once(
+        timer_class, "__init__", build_init
+    )
+
+
+class _WithServedChildren:
+    """A ``psutil.Process`` whose descendants include the job server children of the clients
+    among them (the server registers ``jobs/<client pid>`` holding the child's pid)."""
+
+    def __init__(self, process: Any, registry: Path) -> None:
+        self._process = process
+        self._registry = registry
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._process, name)
+
+    def children(self, recursive: bool = False) -> list[Any]:
+        import psutil
+
+        found = self._process.children(recursive=recursive)
+        served = []
+        for process in [self._process, *found]:
+            try:
+                child = int((self._registry / str(process.pid)).read_text())
+                served.append(psutil.Process(child))
+            except (OSError, ValueError, psutil.Error):
+                continue
+        for process in list(served):
+            try:
+                served.extend(process.children(recursive=recursive))
+            except psutil.Error:
+                continue
+        return found + served

@@ -107,6 +107,16 @@ def code_version(script):
 CRITICAL_PATH = 10
 
 
+def uses_job_servers():
+    """Job servers serve the jobs this process runs itself: not a cluster's, nor in a job."""
+    return (
+        config["job_servers"]
+        and workflow.local_exec
+        and not workflow.remote_exec
+        and not workflow.subprocess_exec
+    )
+
+
 def rule_threads(rule):
     """A rule's threads from the `resources` section (the one place a job's size is set)."""
     return resolved_threads(config, rule)
