@@ -24,6 +24,8 @@ from hybrid_ir.snakemake_patches import (
     serialize_params_lazily,
 )
 
+REPOSITORY = Path(__file__).resolve().parents[1]
+
 
 class _Rounds:
     """Stands in for Snakemake's scheduler: what the timer releases, and the method replaced."""
@@ -208,12 +210,23 @@ def test_the_pinned_snakemake_has_what_the_workflow_replaces():
     assert run_python_scripts_in_job_servers()
 
 
+class _Source:
+    """Stands in for Snakemake's ``SourceFile`` of a script."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def get_path_or_uri(self, secret_free: bool = False) -> str:
+        return str(self.path)
+
+
 class _Script:
     """Stands in for Snakemake's ``PythonScript``: the replaced method and the one it calls."""
 
     conda_env = container_img = env_modules = None
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path) -> None:
+        self.path = _Source(path)
         self.commands: list[tuple[str, str]] = []
 
     def execute_script(self, fname, edit=False):
@@ -230,20 +243,28 @@ class _Timer:
         self.main = psutil.Process(pid)
 
 
-def test_script_jobs_go_to_job_servers_only_where_the_workflow_opened_them(monkeypatch, tmp_path):
+def test_torch_script_jobs_go_to_job_servers_only_where_the_workflow_opened_them(
+    monkeypatch, tmp_path
+):
     assert run_python_scripts_in_job_servers(_Script, _Timer)
-    script = _Script()
+    scripts = REPOSITORY / "workflow" / "scripts"
+    encoder, evaluation = (
+        _Script(scripts / "encoder_search.py"),
+        _Script(scripts / "evaluate_run.py"),
+    )
     monkeypatch.delenv(DIRECTORY_ENV, raising=False)
-    script.execute_script("job.py")
+    encoder.execute_script("job.py")
     monkeypatch.setenv(DIRECTORY_ENV, str(tmp_path))
-    script.execute_script("job.py")
-    script.conda_env = "envs/other.yaml"  # its own interpreter: Snakemake's way
-    script.execute_script("job.py")
-    assert script.commands == [
+    encoder.execute_script("job.py")
+    evaluation.execute_script("job.py")  # no torch: a fresh interpreter starts sooner
+    encoder.conda_env = "envs/other.yaml"  # its own interpreter: Snakemake's way
+    encoder.execute_script("job.py")
+    assert encoder.commands == [
         ("python {fname:q}", "job.py"),
         ("{py_exec} -m hybrid_ir.jobserver run {fname:q}", "job.py"),
         ("python {fname:q}", "job.py"),
     ]
+    assert evaluation.commands == [("python {fname:q}", "job.py")]
 
 
 def test_a_benchmark_samples_the_child_a_server_runs_for_a_client(monkeypatch, tmp_path):

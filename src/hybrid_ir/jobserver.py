@@ -37,6 +37,7 @@ before: the client replaces itself with a fresh interpreter running the script.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -75,6 +76,11 @@ PRELOADED_MODULES = (
     "snakemake.script",
 )
 """Third-party modules of the torch jobs, which take seconds to import."""
+
+SERVED_PACKAGE = "hybrid_ir.neural"
+"""Scripts importing this package's torch code (directly or through other modules) go to job
+servers; the others (readers, BM25, evaluation, tables) import in well under a second, less
+than a server's preloading, and run in a fresh interpreter."""
 
 START_TIMEOUT_S = 600
 _HEADER = struct.Struct("!I")
@@ -121,6 +127,17 @@ def _receive(connection: socket.socket, max_fds: int = 0) -> tuple[dict | None, 
 
 def _length(buffer: bytes) -> int:
     return _HEADER.unpack_from(buffer)[0] if len(buffer) >= _HEADER.size else 0
+
+
+@functools.cache
+def serves(script: str) -> bool:
+    """Whether jobs of ``script`` (a workflow script's path) go to a job server."""
+    from hybrid_ir.code_digest import imported_modules
+
+    return any(
+        name == SERVED_PACKAGE or name.startswith(f"{SERVED_PACKAGE}.")
+        for name in imported_modules(script)
+    )
 
 
 def open_job_servers() -> Path:

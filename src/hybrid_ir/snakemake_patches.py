@@ -144,9 +144,10 @@ def run_python_scripts_in_job_servers(
     """Replace ``PythonScript.execute_script`` and ``BenchmarkTimer.__init__`` so that a
     ``script:`` job runs in a :mod:`hybrid_ir.jobserver` child and its benchmark measures that
     child. Both do what Snakemake did unless :func:`hybrid_ir.jobserver.open_job_servers` set
-    the servers' directory in this process's environment; a job with a conda environment, a
-    container, environment modules or ``--edit-notebook`` always runs as Snakemake runs it."""
-    from hybrid_ir.jobserver import DIRECTORY_ENV
+    the servers' directory in this process's environment; only the scripts
+    :func:`hybrid_ir.jobserver.serves` names go to servers, and a job with a conda environment,
+    a container, environment modules or ``--edit-notebook`` always runs as Snakemake runs it."""
+    from hybrid_ir.jobserver import DIRECTORY_ENV, serves
 
     if script_class is None:
         from snakemake.script import PythonScript
@@ -165,7 +166,11 @@ def run_python_scripts_in_job_servers(
                 or self.container_img is not None
                 or self.env_modules is not None
             )
-            if own_interpreter or not os.environ.get(DIRECTORY_ENV):
+            if (
+                own_interpreter
+                or not os.environ.get(DIRECTORY_ENV)
+                or not serves(self.path.get_path_or_uri(secret_free=True))
+            ):
                 return original(self, fname, edit)
             self._execute_cmd(
                 "{py_exec} -m hybrid_ir.jobserver run {fname:q}",
