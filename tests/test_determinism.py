@@ -130,12 +130,21 @@ def downstream(summary: str, seeds: set[str]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def twin_runs(tmp_path_factory) -> tuple[Path, Path]:
-    """The dense toy configuration run twice, each in its own directory with its own mirror."""
+    """The dense toy configuration run twice, each in its own directory with its own mirror:
+    the first with its torch job in a job server (the default), the second without."""
     roots = []
-    for name in ("first", "second"):
+    for name, servers in (("first", "True"), ("second", "False")):
         root = make_toy(tmp_path_factory.mktemp(name), dense=True)
-        result = snakemake(root)
+        result = snakemake(root, "--config", f"job_servers={servers}")
         assert result.returncode == 0, result.stderr[-4000:]
+        starts = {
+            path.name: "forked from job server" in path.read_text()
+            for path in (root / "results" / "logs").rglob("*.log")
+            if "process " in path.read_text()
+        }
+        served = {name for name, forked in starts.items() if forked}
+        retrieve_jobs = {"dense-minilm.retrieve.log", "tfidf.retrieve.log"}  # they import torch
+        assert served == (retrieve_jobs if servers == "True" else set()), starts
         roots.append(root)
     return roots[0], roots[1]
 

@@ -174,3 +174,15 @@ def test_closing_ends_the_servers_and_removes_their_directory(tmp_path, monkeypa
     jobserver.close_job_servers()
     assert sleeper.wait(timeout=10) == -signal.SIGTERM
     assert not directory.exists() and jobserver.DIRECTORY_ENV not in os.environ
+
+
+def test_a_served_job_knows_its_server_under_the_name_its_log_reads():
+    from hybrid_ir.logged import JOB_SERVER_PID_ENV
+
+    assert jobserver.SERVER_PID_ENV == JOB_SERVER_PID_ENV
+
+
+def test_only_scripts_that_import_the_torch_code_go_to_servers():
+    scripts = Path(__file__).resolve().parents[1] / "workflow" / "scripts"
+    assert jobserver.serves(str(scripts / "encoder_search.py"))
+    assert not jobserver.serves(str(scripts / "bm25_index.py"))

@@ -52,6 +52,8 @@ DIRECTORY_ENV = "HYBRID_IR_JOB_SERVERS"
 """The directory of one Snakemake run's servers (sockets, locks, logs, client registry)."""
 OWNER_ENV = "HYBRID_IR_JOB_SERVERS_OWNER"
 """The pid of the Snakemake process whose end ends the servers."""
+SERVER_PID_ENV = "HYBRID_IR_JOB_SERVER_PID"
+"""Set in a served job's environment: the server it was forked from (its log says so)."""
 
 CALL_TIME_VARIABLES = frozenset({"TMPDIR", "TMP", "TEMP", "TEMPDIR", "_"})
 """Variables a job may set differently from its server's: read when used, not at import (and
@@ -499,7 +501,7 @@ def _become_job(request: dict, set_by_imports: dict[str, str], fds: list[int], s
             os.close(fd)
         os.chdir(request["cwd"])
         os.environ.clear()
-        os.environ.update(request["environ"] | set_by_imports)
+        os.environ.update(request["environ"] | set_by_imports | {SERVER_PID_ENV: str(server)})
         tempfile.tempdir = None
         script = request["script"]
         sys.argv = [script]

@@ -72,6 +72,11 @@ def inject_fault(rule: str, environ: Mapping[str, str] = os.environ) -> None:
         time.sleep(60)
 
 
+JOB_SERVER_PID_ENV = "HYBRID_IR_JOB_SERVER_PID"
+"""Set in a job forked from a job server (its pid); named here rather than imported from the
+server's module, so that the server's code is not part of every job's code digest."""
+
+
 def set_hub_access(allowed: bool) -> None:
     """Allow or forbid this process's requests to the hub (huggingface_hub's offline mode,
     which transformers follows too), also when the client was imported already."""
@@ -113,6 +118,12 @@ def run_step(
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(message)s",
         force=True,
+    )
+    server = os.environ.get(JOB_SERVER_PID_ENV)
+    logging.info(
+        "process %d: %s",
+        os.getpid(),
+        f"forked from job server {server}" if server else "a fresh interpreter",
     )
     try:
         inject_fault(job.rule)

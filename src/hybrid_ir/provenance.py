@@ -43,10 +43,11 @@ PACKAGES = (
 )
 """The distributions whose versions can change a number (absent ones are left out)."""
 
-LOCAL_KEYS = ("mirror", "manifest", "resources")
-"""Configuration keys that say where the raw files are and how large a job may be: they cannot
-change a result (every raw file is checked against its sha256), so the configuration hash
-leaves them out and two machines with the same configuration agree on it."""
+LOCAL_KEYS = ("mirror", "manifest", "resources", "job_servers")
+"""Configuration keys that say where the raw files are, how large a job may be and how its
+process starts: they cannot change a result (every raw file is checked against its sha256), so
+the configuration hash leaves them out and two machines with the same configuration agree on
+it."""
 
 SHORT = 12
 """Hex digits of a commit or hash printed in table footers."""
