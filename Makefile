@@ -94,6 +94,7 @@ test-slurm: setup-slurm
 benchmark: setup
 	$(BIN)/pip install -q -r requirements-bench.txt
 	$(BIN)/python benchmarks/noop_rerun.py
+	$(BIN)/python benchmarks/job_start.py
 	$(BIN)/python benchmarks/evaluation_vs_ranx.py
 	$(BIN)/python benchmarks/crossval_vs_pya0.py
 	$(BIN)/python benchmarks/sparse_dense.py
