@@ -71,7 +71,7 @@ lint: setup
 
 # setup-slurm: one test dry-runs the paper configuration through profiles/slurm.
 test: lint setup-slurm
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 # On a machine with CUDA (make setup TORCH_INDEX_URL=https://download.pytorch.org/whl/cu126, or
 # a venv with a CUDA torch): every test marked gpu, the GPU mini-run of tests/test_gpu.py among
