@@ -1,11 +1,12 @@
-"""Script jobs started from a process that has imported torch and transformers already.
+"""Torch script jobs started from a process that has imported torch and transformers already.
 
 Every torch job of the default configuration spent 5-10 s of its core importing torch,
-transformers and colbert before doing any work, as often as there are jobs (about 40 in the
-default configuration, over 200 in the paper configuration's test). Here a **job server**
-imports those libraries once and forks a child per job; the child is that job's Python process
-(its standard streams, working directory, environment, ``sys.argv`` and ``__main__``) and
-starts in a few milliseconds.
+transformers and colbert before doing any work, as often as there are jobs (39 in the default
+configuration, about 100 in the paper configuration's test). Here a **job server** imports
+those libraries once and forks a child per job; the child is that job's Python process (its
+standard streams, working directory, environment, ``sys.argv`` and ``__main__``) and starts in
+a few milliseconds. Only the scripts :func:`serves` names (those importing the package's torch
+code) go to servers.
 
 What makes a forked child the same as a fresh interpreter:
 
@@ -28,8 +29,9 @@ What makes a forked child the same as a fresh interpreter:
   client exits as the child did.
 - **Measurements.** A child is not a descendant of the job's shell, so the server records
   ``<client pid> -> <child pid>`` in its directory, where Snakemake's benchmark sampler
-  (:func:`hybrid_ir.snakemake_patches.run_python_scripts_through_job_servers`) finds it: the
-  benchmark files measure the child as they measured the fresh process.
+  (:func:`hybrid_ir.snakemake_patches.run_python_scripts_in_job_servers`) finds it: the
+  benchmark files measure the child as they measured the fresh process (the job that started
+  a server also counts the server's start, which it waited for).
 
 A job finds no usable server (none configured, a start that failed, a refusal) and runs as
 before: the client replaces itself with a fresh interpreter running the script.
@@ -221,12 +223,7 @@ def _run_served(directory: Path, script: str) -> int:
 
         for number in _FORWARDED_SIGNALS:
             signal.signal(number, forward)
-        while True:
-            try:
-                reply, _ = _receive(connection)
-                break
-            except InterruptedError:
-                continue
+        reply, _ = _receive(connection)  # retried after each forwarded signal (PEP 475)
     if reply is None or "status" not in reply:
         print("hybrid_ir.jobserver: the job server ended before the job did", file=sys.stderr)
         return 1 << 8
