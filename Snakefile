@@ -12,7 +12,7 @@ from hybrid_ir.snakemake_patches import (
 min_version("9.0")
 # Snakemake's own costs the workflow does without (hybrid_ir.snakemake_patches): a scheduler
 # wake-up timer per finished job; pandas and pure-Python YAML at every start; torch's and
-# transformers' imports in every script job (job servers, where the configuration has them).
+# transformers' imports in every torch job (job servers, where the configuration has them).
 keep_one_pending_timer()
 read_configfiles_with_libyaml()
 serialize_params_lazily()
