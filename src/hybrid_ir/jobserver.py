@@ -54,6 +54,8 @@ DIRECTORY_ENV = "HYBRID_IR_JOB_SERVERS"
 """The directory of one Snakemake run's servers (sockets, locks, logs, client registry)."""
 OWNER_ENV = "HYBRID_IR_JOB_SERVERS_OWNER"
 """The pid of the Snakemake process whose end ends the servers."""
+REGISTRY = "jobs"
+"""The servers' directory's folder of ``<client pid>`` files, each holding its child's pid."""
 SERVER_PID_ENV = "HYBRID_IR_JOB_SERVER_PID"
 """Set in a served job's environment: the server it was forked from (its log says so)."""
 
@@ -333,7 +335,7 @@ def serve(socket_path: str, owner: int | None) -> None:
         + (f"; serving nothing: {refusal}" if refusal else ""),
         flush=True,
     )
-    registry = Path(socket_path).parent / "jobs"
+    registry = Path(socket_path).parent / REGISTRY
     registry.mkdir(exist_ok=True)
 
     wakeup_read, wakeup_write = os.pipe()

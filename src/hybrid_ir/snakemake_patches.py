@@ -147,7 +147,7 @@ def run_python_scripts_in_job_servers(
     the servers' directory in this process's environment; only the scripts
     :func:`hybrid_ir.jobserver.serves` names go to servers, and a job with a conda environment,
     a container, environment modules or ``--edit-notebook`` always runs as Snakemake runs it."""
-    from hybrid_ir.jobserver import DIRECTORY_ENV, serves
+    from hybrid_ir.jobserver import DIRECTORY_ENV, REGISTRY, serves
 
     if script_class is None:
         from snakemake.script import PythonScript
@@ -186,7 +186,7 @@ def run_python_scripts_in_job_servers(
             original(self, pid, *args, **kwargs)
             directory = os.environ.get(DIRECTORY_ENV)
             if directory:
-                self.main = _WithServedChildren(self.main, Path(directory) / "jobs")
+                self.main = _WithServedChildren(self.main, Path(directory) / REGISTRY)
 
         return init
 
