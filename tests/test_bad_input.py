@@ -59,6 +59,28 @@ def qrels(tmp_path) -> Path:
 # 1. silent wrong numbers ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("policy", "score"), [("max", "0.5000"), ("first", "0.0000"), ("error", None)]
+)
+def test_a_document_listed_twice_follows_duplicates_in_the_cli(
+    tmp_path, qrels, capsys, policy, score
+):
+    """q1 lists b (judged 0) first, then a (judged 1) twice: below b, then above it. P@1 is
+    averaged over the qrels' two topics, q2 scoring 0."""
+    run = write(tmp_path / "run.trec", "q1 Q0 b 1 2.0 t\nq1 Q0 a 2 1.0 t\nq1 Q0 a 3 3.0 t\n")
+    argv = ["evaluate", "--qrels", str(qrels), "--run", str(run), "--measures", "P@1"]
+    code, out, err = cli(capsys, *argv, "--duplicates", policy)
+    if score is None:
+        assert (code, out) == (1, "")
+        assert err == (
+            f"hybrid-ir error: {run}:3: document 'a' listed again for topic 'q1' "
+            "(lines 2, 3; duplicates: error)\n"
+        )
+    else:
+        assert code == 0, err
+        assert f"| {score} |" in out
+
+
 def test_trec_line_missing_a_column_is_an_error_not_an_arqmath_line(tmp_path, qrels, capsys):
     run = write(tmp_path / "run.trec", "q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0\n")
     with pytest.raises(InputFormatError) as error:
@@ -412,3 +434,33 @@ def test_counts_are_integers_in_evaluations_and_the_cli(tmp_path, qrels, capsys)
     argv = ["evaluate", "--qrels", str(qrels), "--run", str(path), "--measures", "arqmath"]
     code, out, _ = cli(capsys, *argv, "--format", "csv")
     assert code == 0 and out.splitlines()[1].endswith(",1")  # Rel_Ret, the last column
+
+
+@pytest.mark.parametrize("reader", ["records", "qrels", "run", "run in blocks"])
+def test_a_line_over_the_cap_is_an_error_before_it_is_held_whole(tmp_path, monkeypatch, reader):
+    """Line 2 is 5,000 characters with a cap of 1,000; a line of exactly 1,000 passes."""
+    from hybrid_ir import runs
+    from hybrid_ir.formats import line_limit, read_qrels, read_records
+
+    first = {
+        "records": '{"id": "a", "title": "", "text": "%s"}\n',
+        "qrels": "q1 0 %s 1\n",
+        "run": "q1 Q0 %s 1 1.0 t\n",
+    }[reader.split()[0]]
+    at_cap = first % ("x" * (1000 - len(first % "")))
+    assert len(at_cap) == 1000
+    path = write(tmp_path / "file.txt", at_cap + "b" * 5000 + "\n")
+    read = {
+        "records": lambda: list(read_records(path)),
+        "qrels": lambda: read_qrels(path),
+        "run": lambda: runs.read_run(path),
+    }[reader.split()[0]]
+    if reader == "run in blocks":
+        monkeypatch.setattr(runs, "_BLOCK_CHARS", 700)
+    with line_limit(1000), pytest.raises(InputFormatError) as error:
+        read()
+    assert (error.value.path, error.value.line) == (str(path), 2)
+    assert "a line longer than 1,000 characters (config max_line_chars)" in error.value.problem
+    write(path, at_cap)
+    with line_limit(1000):
+        read()

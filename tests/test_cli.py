@@ -213,16 +213,16 @@ def test_fuse_linear(capsys, files):
     # a = 0.25, x = 0, b = 0.75; q4 is range 0 in both runs (all 0), tie by doc id descending.
     lines, out = _fuse(capsys, files, "--method", "linear", "--alpha", "0.25")
     assert lines == [
-        "q1 Q0 b 1 0.750000 linear",
-        "q1 Q0 a 2 0.250000 linear",
-        "q1 Q0 x 3 0.000000 linear",
-        "q2 Q0 c 1 0.750000 linear",
-        "q2 Q0 d 2 0.250000 linear",
-        "q3 Q0 f 1 0.750000 linear",
-        "q3 Q0 e 2 0.250000 linear",
-        "q3 Q0 y 3 0.125000 linear",
-        "q4 Q0 z 1 0.000000 linear",
-        "q4 Q0 g 2 0.000000 linear",
+        "q1 Q0 b 1 0.75 linear",
+        "q1 Q0 a 2 0.25 linear",
+        "q1 Q0 x 3 0.0 linear",
+        "q2 Q0 c 1 0.75 linear",
+        "q2 Q0 d 2 0.25 linear",
+        "q3 Q0 f 1 0.75 linear",
+        "q3 Q0 e 2 0.25 linear",
+        "q3 Q0 y 3 0.125 linear",
+        "q4 Q0 z 1 0.0 linear",
+        "q4 Q0 g 2 0.0 linear",
     ]
     assert out == f"10 lines written to {Path(files['dir']) / 'fused.trec'}\n"
 
@@ -231,16 +231,16 @@ def test_fuse_rrf(capsys, files):
     # 1 / (k + rank) with k = 1: rank 1 gives 1/2, rank 2 1/3, rank 3 1/4.
     lines, _ = _fuse(capsys, files, "--method", "rrf", "--k", "1", "--tag", "mine")
     assert lines == [
-        "q1 Q0 a 1 0.833333 mine",  # 1/2 + 1/3
-        "q1 Q0 b 2 0.500000 mine",
-        "q1 Q0 x 3 0.333333 mine",
-        "q2 Q0 d 1 0.833333 mine",  # tie with c: doc id descending
-        "q2 Q0 c 2 0.833333 mine",
-        "q3 Q0 e 1 0.833333 mine",
-        "q3 Q0 f 2 0.750000 mine",  # 1/4 + 1/2
-        "q3 Q0 y 3 0.333333 mine",
-        "q4 Q0 z 1 0.500000 mine",
-        "q4 Q0 g 2 0.500000 mine",
+        "q1 Q0 a 1 0.8333333333333333 mine",  # 1/2 + 1/3
+        "q1 Q0 b 2 0.5 mine",
+        "q1 Q0 x 3 0.3333333333333333 mine",
+        "q2 Q0 d 1 0.8333333333333333 mine",  # tie with c: doc id descending
+        "q2 Q0 c 2 0.8333333333333333 mine",
+        "q3 Q0 e 1 0.8333333333333333 mine",
+        "q3 Q0 f 2 0.75 mine",  # 1/4 + 1/2
+        "q3 Q0 y 3 0.3333333333333333 mine",
+        "q4 Q0 z 1 0.5 mine",
+        "q4 Q0 g 2 0.5 mine",
     ]
 
 
@@ -248,14 +248,14 @@ def test_fuse_interleave(capsys, files):
     # depth 2, eta 0.5: dense's first document, then base's first unless already taken.
     lines, out = _fuse(capsys, files, "--method", "interleave", "--eta", "0.5", "--depth", "2")
     assert lines == [
-        "q1 Q0 a 1 2.000000 interleave",
-        "q1 Q0 b 2 1.000000 interleave",
-        "q2 Q0 d 1 2.000000 interleave",
-        "q2 Q0 c 2 1.000000 interleave",
-        "q3 Q0 e 1 2.000000 interleave",
-        "q3 Q0 f 2 1.000000 interleave",
-        "q4 Q0 z 1 2.000000 interleave",
-        "q4 Q0 g 2 1.000000 interleave",
+        "q1 Q0 a 1 2.0 interleave",
+        "q1 Q0 b 2 1.0 interleave",
+        "q2 Q0 d 1 2.0 interleave",
+        "q2 Q0 c 2 1.0 interleave",
+        "q3 Q0 e 1 2.0 interleave",
+        "q3 Q0 f 2 1.0 interleave",
+        "q4 Q0 z 1 2.0 interleave",
+        "q4 Q0 g 2 1.0 interleave",
     ]
     assert out.startswith("8 lines written to ")
 
@@ -267,7 +267,7 @@ def test_fuse_default_output_name(capsys, files, monkeypatch):
     assert out == "10 lines written to combsum.trec\n"
     fused = Path(files["dir"], "combsum.trec").read_text(encoding="utf-8")
     # q1: a = 1 + 0, b = 0 + 1, x = 0 + 0; a and b tie, the larger id first.
-    assert fused.startswith("q1 Q0 b 1 1.000000 combsum\nq1 Q0 a 2 1.000000 combsum\n")
+    assert fused.startswith("q1 Q0 b 1 1.0 combsum\nq1 Q0 a 2 1.0 combsum\n")
 
 
 def test_unknown_fusion_method_is_one_line(capsys, files, tmp_path):

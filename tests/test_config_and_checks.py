@@ -363,6 +363,14 @@ HOSTILE_CONFIGS = {
     "recursive alias": ("seed: &s [*s]\n", "too many aliases: with its YAML aliases expanded"),
     "NaN": ("bm25: {k1: .nan}\n", "bm25.k1: nan is not a finite number"),
     "top-level list": ("- seed\n- 7\n", None),
+    "cut-off 0": (
+        "crossval: {arqmath1-approach0-psu: {measures: [P@0]}}\n",
+        "crossval.arqmath1-approach0-psu.measures: measure 'P@0': the cut-off 0 is not a positive",
+    ),
+    "fusion weight outside [0, 1]": (
+        "fusions: {cf: {hybrid-0.8: {params: {lam: 7}}}}\n",
+        "fusions.cf.hybrid-0.8: fusion parameter lam must lie in [0, 1], got 7",
+    ),
 }
 
 
@@ -395,3 +403,50 @@ def test_hostile_configuration_files_are_one_line_in_both_tools(tmp_path, case):
         assert "keys at top level" in said
     else:
         assert problem in tool.stderr and problem in said
+
+
+@pytest.mark.parametrize(
+    ("overlay", "problem"),
+    [
+        (
+            "sweeps: {cf-hybrid-lambda: {measures: [nDCG@1O]}}",
+            "sweeps.cf-hybrid-lambda.measures: unknown measure or measure set 'nDCG@1O'",
+        ),
+        (
+            "sweeps: {cf-hybrid-lambda: {measures: [ERR@10]}}",
+            "sweeps.cf-hybrid-lambda.measures: measure 'ERR@10' is not one trec_eval computes",
+        ),
+        (
+            "tables: {paper003-cf: {measures: [cf, recall(0)]}}",
+            "tables.paper003-cf.measures: recall(0): a cut-off is not a positive integer",
+        ),
+        (
+            "fusions: {arqmath: {rrf-bm25-tfidf-qa: {params: {rrf_k: -60}}}}",
+            "fusions.arqmath.rrf-bm25-tfidf-qa: fusion parameter rrf_k must be >= 0, got -60",
+        ),
+        (
+            "fusions: {arqmath: {a0-colbert-borda: {params: {weights: [1]}}}}",
+            "fusions.arqmath.a0-colbert-borda: fusion got 1 weight(s) for 2 run(s)",
+        ),
+        (
+            "sweeps: {cf-hybrid-lambda: {values: [0.5, 1.5]}}",
+            "sweeps.cf-hybrid-lambda: fusion parameter lam must lie in [0, 1], got 1.5",
+        ),
+        (
+            "fusions: {cf: {hybrid-0.8: {params: {lam: 0.8, alpha: 0.5}}}}",
+            "fusions.cf.hybrid-0.8: fusion method 'score_hybrid' has no parameter alpha",
+        ),
+    ],
+)
+def test_measures_and_fusion_parameters_are_checked_before_any_job(
+    tmp_path, capsys, overlay, problem
+):
+    """Each failed only inside its job before (pytrec_eval aborting the process on some)."""
+    from hybrid_ir.cli import main
+
+    path = tmp_path / "overlay.yaml"
+    path.write_text(overlay + "\n", encoding="utf-8")
+    assert main(["config", "--configfile", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert problem in err

@@ -22,7 +22,8 @@ from types import SimpleNamespace
 from hybrid_ir.logged import run_step
 
 log, output = sys.argv[1], Path(sys.argv[2])
-job = SimpleNamespace(rule="toy_rule", log=[log], config={"max_relevance": 1000})
+limits = {"max_relevance": 1000, "max_line_chars": 1 << 25}
+job = SimpleNamespace(rule="toy_rule", log=[log], config=limits)
 run_step(job, lambda: output.write_text("done"))
 """
 

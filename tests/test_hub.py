@@ -179,7 +179,7 @@ def step():
     except OfflineModeIsEnabled:
         print("offline")
 job = SimpleNamespace(log=[r"{tmp_path / "step.log"}"], rule="encoder_index",
-                      config={{"max_relevance": 1000}})
+                      config={{"max_relevance": 1000, "max_line_chars": 1 << 25}})
 run_step(job, step)
 """
     subprocess.run([sys.executable, "-c", script], check=True, env={"PATH": "/usr/bin"} | {

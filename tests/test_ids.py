@@ -123,6 +123,8 @@ def test_arbitrary_unicode_ids_are_refused_or_round_trip_unaltered(tmp_path_fact
     cases = [
         (docs_valid and id_problem(topic) is None, run, folder / "run.trec",
          lambda path: write_run(run, path, tag="t"), read_run),
+        (docs_valid and id_problem(topic) is None, run, folder / "run.tsv",
+         lambda path: write_run(run, path, tag="t", style="arqmath"), read_run),
         (docs_valid and id_problem(topic) is None, judgments, folder / "qrels.txt",
          lambda path: write_qrels(path, judgments), read_qrels),
         (docs_valid, records, folder / "corpus.jsonl",

@@ -47,7 +47,7 @@ from hybrid_ir.errors import InputFormatError
 from hybrid_ir.evaluate import load_qrels
 from hybrid_ir.fetch import ManifestEntry, load_manifest
 from hybrid_ir.formats import Judgment, read_qrels, read_records
-from hybrid_ir.runs import read_run
+from hybrid_ir.runs import read_run, write_run
 
 ARBITRARY = settings(
     max_examples=300,
@@ -1066,3 +1066,27 @@ def test_valid_manifest_round_trip(manifest: tuple[str, dict[str, ManifestEntry]
     text, entries = manifest
     with stored("manifest.tsv", text.encode("utf-8")) as path:
         assert load_manifest(path) == entries
+
+
+# --------------------------------------------------------------------------- written scores
+
+
+@VALID
+@given(
+    st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1, max_size=8),
+    st.sampled_from([0.0, 1e-12, 1e-7, 5e-7]),
+)
+def test_written_scores_read_back_exactly_and_ranks_follow_them(
+    scores: list[float], step: float
+) -> None:
+    """Scores closer than six decimals stay apart in the file; the rank column counts 1, 2, ...
+    down the written scores (descending), as trec_eval re-sorts them."""
+    docs = {f"d{i}": score + i * step for i, score in enumerate(scores)}
+    with tempfile.TemporaryDirectory(prefix="scores-") as folder:
+        path = Path(folder) / "run.trec"
+        write_run({"q": docs}, path, tag="t")
+        lines = [line.split() for line in path.read_text(encoding="utf-8").splitlines()]
+        assert read_run(path) == {"q": docs}
+    assert [int(fields[3]) for fields in lines] == list(range(1, len(docs) + 1))
+    written = [float(fields[4]) for fields in lines]
+    assert written == sorted(written, reverse=True)

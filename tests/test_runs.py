@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hybrid_ir.errors import InputFormatError
+from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.runs import canonicalize, read_run, topic_sort_key, write_run
 
 
@@ -13,10 +13,39 @@ def test_canonical_order_is_score_then_doc_id_descending_and_cut_at_k():
     assert list(canonicalize(run, k=3)["q"]) == ["c", "b", "a"]
 
 
-def test_duplicate_documents_keep_their_best_score(tmp_path):
+DUPLICATED = "q Q0 a 1 1.0 t\nq Q0 b 2 2.0 t\nr Q0 a 1 5.0 t\nq Q0 a 3 3.0 t\n"
+"""Document a twice for topic q (lines 1 and 4, the later line scoring higher), once for r."""
+
+
+@pytest.mark.parametrize(
+    ("policy", "kept"), [("max", {"a": 3.0, "b": 2.0}), ("first", {"a": 1.0, "b": 2.0})]
+)
+def test_a_repeated_document_is_kept_by_the_policy_with_a_warning(tmp_path, caplog, policy, kept):
     path = tmp_path / "dup.trec"
-    path.write_text("q Q0 a 1 3.0 t\nq Q0 b 2 2.0 t\nq Q0 a 3 1.0 t\n")
-    assert read_run(path) == {"q": {"a": 3.0, "b": 2.0}}
+    path.write_text(DUPLICATED)
+    assert read_run(path, duplicates=policy) == {"q": kept, "r": {"a": 5.0}}
+    (warning,) = [record.getMessage() for record in caplog.records]
+    assert f"{path}: 1 line(s) list a document already listed" in warning
+    assert f"duplicates: {policy}" in warning
+
+
+def test_a_repeated_document_under_the_error_policy_names_both_lines(tmp_path, caplog):
+    path = tmp_path / "dup.trec"
+    path.write_text(DUPLICATED)
+    with pytest.raises(InputFormatError, match=r"dup\.trec:4: document 'a' listed again for "
+                       r"topic 'q' \(lines 1, 4; duplicates: error\)"):  # fmt: skip
+        read_run(path, duplicates="error")
+    unique = tmp_path / "unique.trec"
+    unique.write_text("q Q0 a 1 1.0 t\nr Q0 a 1 5.0 t\n")
+    assert read_run(unique, duplicates="error") == {"q": {"a": 1.0}, "r": {"a": 5.0}}
+    assert not caplog.records
+
+
+def test_an_unknown_duplicates_policy_is_a_config_error(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text("q Q0 a 1 1.0 t\n")
+    with pytest.raises(ConfigError, match="unknown duplicates policy 'last'"):
+        read_run(path, duplicates="last")
 
 
 def test_trec_and_arqmath_tsv_round_trip(tmp_path):
@@ -25,11 +54,11 @@ def test_trec_and_arqmath_tsv_round_trip(tmp_path):
     assert write_run(run, trec, tag="sys") == 3
     assert write_run(run, tsv, tag="sys", style="arqmath") == 3
     assert trec.read_text().splitlines() == [
-        "A.2 Q0 3 1 1.000000 sys",
-        "A.10 Q0 7 1 0.500000 sys",
-        "A.10 Q0 9 2 0.250000 sys",
+        "A.2 Q0 3 1 1.0 sys",
+        "A.10 Q0 7 1 0.5 sys",
+        "A.10 Q0 9 2 0.25 sys",
     ]
-    assert tsv.read_text().splitlines()[1] == "A.10\t7\t1\t0.500000\tsys"
+    assert tsv.read_text().splitlines()[1] == "A.10\t7\t1\t0.5\tsys"
     assert read_run(trec) == read_run(tsv) == run
 
 

@@ -101,6 +101,19 @@ def test_tiny_workflow_runs_checks_and_reruns_as_no_op(workdir):
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr
 
+    # Every written run: ranks 1, 2, ... per topic down non-increasing scores, which read back
+    # exactly, so trec_eval re-sorting the lines ranks as the writer did.
+    written = sorted((results / "runs").rglob("*.trec"))
+    assert len(written) >= 5
+    for path in written:
+        lines = [line.split() for line in path.read_text().splitlines()]
+        for topic in {fields[0] for fields in lines}:
+            ranked_lines = [fields for fields in lines if fields[0] == topic]
+            assert [int(f[3]) for f in ranked_lines] == list(range(1, len(ranked_lines) + 1))
+            scores = [float(f[4]) for f in ranked_lines]
+            assert scores == sorted(scores, reverse=True), path
+            assert [repr(score) for score in scores] == [f[4] for f in ranked_lines], path
+
 
 @pytest.mark.lucene
 def test_score_outside_its_band_fails_the_run_and_keeps_the_summary(workdir, tmp_path):

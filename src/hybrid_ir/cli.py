@@ -12,6 +12,7 @@ from pathlib import Path
 from hybrid_ir import paths
 from hybrid_ir.errors import ConfigError, HybridIRError, printable
 from hybrid_ir.formats import MAX_RELEVANCE, atomic_output, relevance_limit
+from hybrid_ir.runs import DUPLICATE_POLICIES
 from hybrid_ir.stats import PERMUTATIONS, RANDOMIZATION_SEED
 
 SEED_MAX = 2**32 - 1
@@ -177,7 +178,7 @@ def _evaluate(args: argparse.Namespace) -> None:
     qrels = load_qrels(args.qrels)
     rows = []
     for path in args.run:
-        run = read_run(path, run_format=args.run_format)
+        run = read_run(path, run_format=args.run_format, duplicates=args.duplicates)
         names = (args.qrels, path)
         evaluation = evaluate(qrels, run, args.measures, names, args.allow_disjoint)
         rows.append({"run": path, "topic": "all", **counted(dict(evaluation.aggregate))})
@@ -197,7 +198,7 @@ def _compare(args: argparse.Namespace) -> None:
     from hybrid_ir.runs import read_run
 
     def load(path: str) -> tuple[str, dict]:
-        return path, read_run(path, run_format=args.run_format)
+        return path, read_run(path, run_format=args.run_format, duplicates=args.duplicates)
 
     table = compare_runs(
         (args.qrels, load_qrels(args.qrels)), load(args.baseline),
@@ -233,8 +234,8 @@ def _crossval(args: argparse.Namespace) -> None:
     from hybrid_ir.evaluate import load_qrels
     from hybrid_ir.runs import read_run
 
-    dense = read_run(args.dense, run_format=args.run_format)
-    base = read_run(args.base, run_format=args.run_format)
+    dense = read_run(args.dense, run_format=args.run_format, duplicates=args.duplicates)
+    base = read_run(args.base, run_format=args.run_format, duplicates=args.duplicates)
     results = crossvalidate_linear(
         dense, base, load_qrels(args.qrels), args.measures, alphas=args.alphas,
         k_folds=args.folds, seed=args.seed, mode="legacy" if args.legacy else "default",
@@ -268,7 +269,9 @@ def _fuse(args: argparse.Namespace) -> None:
     ):
         if value is not None:
             params[name] = value
-    runs = [read_run(path, run_format=args.run_format) for path in args.runs]
+    runs = [
+        read_run(path, run_format=args.run_format, duplicates=args.duplicates) for path in args.runs
+    ]
     fused = fuse(args.method, runs, **params)
     output = args.output or f"{args.method}.trec"
     lines = write_run(fused, output, tag=args.tag or args.method, k=args.depth)
@@ -294,6 +297,14 @@ def _add_input_options(parser: argparse.ArgumentParser, qrels: bool = True) -> N
         choices=["trec", "arqmath"],
         default=None,
         help="layout of every run file (default: decided from each file's first line)",
+    )
+    parser.add_argument(
+        "--duplicates",
+        choices=DUPLICATE_POLICIES,
+        default="max",
+        help="a document listed twice for one topic of a run: keep its highest score (max, the "
+        "default), its first line's score (first), or refuse the file (error, as trec_eval "
+        "does); the lenient two warn with the count",
     )
     if qrels:
         parser.add_argument(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from math import isfinite
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,9 @@ import yaml
 
 from hybrid_ir.checks import topic_sets
 from hybrid_ir.errors import ConfigError, cut
+from hybrid_ir.evaluate import resolve_measures
 from hybrid_ir.formats import YAML_LOADER, load_yaml
+from hybrid_ir.fusion import check_fusion
 from hybrid_ir.hub import check_pins, local_checkpoint
 from hybrid_ir.neural.distributed import accumulation_steps
 from hybrid_ir.neural.encoders import ENCODERS
@@ -308,6 +310,7 @@ def validate_config(
             for name, entry in runs.items():
                 runs[name] = {"path": entry} if isinstance(entry, str) else entry
                 runs[name].setdefault("format", None)
+                runs[name].setdefault("duplicates", "max")
     _sweep_figures_from_sweeps(config, source)
     expand_topic_lists(config, source)
     _derive_defaults(config)
@@ -951,6 +954,55 @@ def _check_references(config: dict, source: str) -> None:
                 )
     _check_math_models(config, source)
     _check_runs_and_tables(config)
+    _check_measures(config, source)
+    _check_fusions(config, source)
+
+
+def _measure_lists(node: object, path: str) -> Iterator[tuple[str, list]]:
+    """Every ``measures`` list of the configuration, and the BM25 experiments' lists per qrels
+    set, with its location."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key == "measures" and isinstance(value, list):
+                yield where, value
+            elif path.startswith("bm25.experiments.") and path.endswith(".qrels"):
+                yield where, value
+            else:
+                yield from _measure_lists(value, where)
+    elif isinstance(node, list):
+        for position, value in enumerate(node):
+            yield from _measure_lists(value, f"{path}[{position}]")
+
+
+def _check_measures(config: dict, source: str) -> None:
+    """Each measures list resolves to columns trec_eval computes, so that a typo or a cut-off
+    of 0 is one line now rather than a failed (or, in pytrec_eval, crashed) job later."""
+    for where, measures in _measure_lists(config, ""):
+        try:
+            resolve_measures(measures)
+        except ConfigError as error:
+            raise ConfigError(f"{source}: {where}: {cut(str(error))}") from None
+
+
+def _check_fusions(config: dict, source: str) -> None:
+    """Each fused run's and each sweep's method, run count and parameters, every swept value
+    included, checked as the fusion job would check them (:func:`hybrid_ir.fusion.check_fusion`)."""
+    checks = [
+        (f"fusions.{collection}.{name}", entry, entry.get("params", {}))
+        for collection, by_topics in config["fusions"].items()
+        for runs in by_topics.values()
+        for name, entry in runs.items()
+    ]
+    for name, sweep in config["sweeps"].items():
+        for value in sweep["values"]:
+            params = {**sweep.get("params", {}), sweep["parameter"]: value}
+            checks.append((f"sweeps.{name}", sweep, params))
+    for where, entry, params in checks:
+        try:
+            check_fusion(entry["method"], len(entry["runs"]), params)
+        except ConfigError as error:
+            raise ConfigError(f"{source}: {where}: {cut(str(error))}") from None
 
 
 def fill_published(config: dict, expected: list[dict], source: str = "config") -> None:

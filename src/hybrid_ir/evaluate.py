@@ -211,6 +211,10 @@ def recall(*cutoffs: int) -> MeasureSet:
     """``R@k`` (trec_eval ``recall_k``, relevance >= 1) for each ``k``."""
     if not cutoffs:
         raise ConfigError("recall() needs at least one cutoff, e.g. recall(10, 100)")
+    if any(type(k) is not int or k < 1 for k in cutoffs):
+        raise ConfigError(
+            f"recall({', '.join(map(repr, cutoffs))}): a cut-off is not a positive integer"
+        )
     return MeasureSet("recall", tuple(Column(f"R@{k}", _measure(f"R@{k}")) for k in cutoffs))
 
 
@@ -281,7 +285,22 @@ def _columns(item: str | MeasureSet) -> tuple[Column, ...]:
     if measure.NAME == "Judged" and isinstance(measure["cutoff"], int):
         # Computed here so that ties at the cutoff fall as in trec_eval and the other columns.
         return (Column(item, judged_at=measure["cutoff"]),)
+    if not _trec_eval_computes(measure):
+        # ir_measures would hand it to another tool (gdeval's Perl for ERR, pyndeval for
+        # alpha_nDCG) or fail on a parameter no default fills (INST, SDCG): a traceback.
+        raise ConfigError(
+            f"measure {item!r} is not one trec_eval computes (through pytrec_eval); e.g. "
+            "P@10, nDCG@10, AP, R@100, RR, Bpref, infAP, IPrec@0.5, or a set: "
+            f"{', '.join(SETS)}"
+        )
     return (Column(item, measure, total=measure.NAME in COUNT_MEASURES),)
+
+
+def _trec_eval_computes(measure: ir_measure_types.Measure) -> bool:
+    try:
+        return bool(ir_measures.pytrec_eval.supports(measure))
+    except AssertionError:  # validate_params: a parameter without a value
+        return False
 
 
 def resolve_measures(items: Iterable[str | MeasureSet]) -> list[Column]:

@@ -115,6 +115,13 @@ MAX_RELEVANCE = 1000
 _relevance_limit: contextvars.ContextVar[int] = contextvars.ContextVar(
     "relevance_limit", default=MAX_RELEVANCE
 )
+MAX_LINE_CHARS = 1 << 25
+"""The longest line a reader takes (32 Mi characters; config ``max_line_chars``): a file without
+line breaks, or one line of gigabytes, is an error once this much is read, before the line is
+held whole."""
+_line_limit: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "line_limit", default=MAX_LINE_CHARS
+)
 
 
 ID_RULE = (
@@ -206,13 +213,19 @@ class CheckedText:
         return self
 
     def __next__(self) -> str:
-        line = self._guarded(self._handle.readline)
+        line = self.readline()
         if not line:
             raise StopIteration
         return line
 
     def readline(self, size: int = -1) -> str:
-        return self._guarded(lambda: self._handle.readline(size))
+        """The next line, read no further than the line limit (:func:`line_limit`) past which
+        it is an error naming the line."""
+        limit = _line_limit.get()
+        line = self._guarded(lambda: self._handle.readline(limit + 1 if size < 0 else size))
+        if len(line) > limit:
+            check_line_length(self.path, self.line_number + 1, len(line))
+        return line
 
     def read(self, size: int = -1) -> str:
         return self._guarded(lambda: self._handle.read(size))
@@ -344,6 +357,34 @@ def write_qrels(path: str | Path, judgments: Iterable[Judgment]) -> int:
             out.write(f"{judgment.query_id} 0 {judgment.doc_id} {judgment.relevance}\n")
             count += 1
     return count
+
+
+def max_line_chars() -> int:
+    """The line limit in force (:func:`line_limit`)."""
+    return _line_limit.get()
+
+
+def check_line_length(path: str | Path, line_number: int, length: int) -> None:
+    """A line read ``length`` characters into, without its end yet, past the line limit is an
+    error (called by readers that read blocks rather than lines)."""
+    limit = max_line_chars()
+    if length > limit:
+        raise InputFormatError(
+            path,
+            line_number,
+            f"a line longer than {limit:,} characters (config max_line_chars): not a file of "
+            "this format, or a record too large to read",
+        )
+
+
+@contextlib.contextmanager
+def line_limit(limit: int) -> Iterator[None]:
+    """Within the block, readers refuse lines longer than ``limit`` characters."""
+    token = _line_limit.set(limit)
+    try:
+        yield
+    finally:
+        _line_limit.reset(token)
 
 
 @contextlib.contextmanager

@@ -371,13 +371,30 @@ FUSION_METHODS: dict[str, Callable[..., Run]] = {
 }
 
 
-def fuse(method: str, runs: Sequence[Run], **params) -> Run:
-    """Apply a fusion method by name, as config and CLI do; bad input is one ``ConfigError``.
+def _unit(value: object) -> bool:
+    return _number(value) and 0.0 <= value <= 1.0  # type: ignore[operator]
 
-    Methods whose first parameter is ``runs`` take two or more runs; the others take exactly
-    two. ``params`` are checked against the signature so a
-    misspelt or missing parameter fails here, naming the method, rather than as a TypeError.
-    """
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+PARAMETER_DOMAINS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "alpha": (_unit, "lie in [0, 1]"),
+    "eta": (_unit, "lie in [0, 1]"),
+    "lam": (_unit, "lie in [0, 1]"),
+    "rrf_k": (lambda value: _number(value) and value >= 0, "be >= 0"),  # type: ignore[operator]
+    "k": (lambda value: type(value) is int and value >= 1, "be a positive integer"),
+    "topics": (lambda value: value in ("first", "union"), "be 'first' or 'union'"),
+}
+"""Each fusion parameter's domain, checked by :func:`check_fusion` before any run is read."""
+
+
+def check_fusion(method: str, runs: int, params: dict) -> None:
+    """That ``method`` can fuse ``runs`` runs with ``params``: a known method, the number of
+    runs it takes, every parameter it needs and none it lacks, each in its domain
+    (:data:`PARAMETER_DOMAINS`; ``weights`` one finite number per run). Bad input is one
+    ``ConfigError`` naming the method, so the configuration is checked before any job runs."""
     function = FUSION_METHODS.get(method)
     if function is None:
         raise ConfigError(
@@ -386,14 +403,13 @@ def fuse(method: str, runs: Sequence[Run], **params) -> Run:
     parameters = inspect.signature(function).parameters
     names = list(parameters)
     if names[0] == "runs":
-        if len(runs) < 2:
-            raise ConfigError(f"fusion method {method!r} needs at least 2 runs, got {len(runs)}")
-        positional: list = [list(runs)]
+        if runs < 2:
+            raise ConfigError(f"fusion method {method!r} needs at least 2 runs, got {runs}")
+        options = names[1:]
     else:
-        if len(runs) != 2:
-            raise ConfigError(f"fusion method {method!r} takes exactly 2 runs, got {len(runs)}")
-        positional = list(runs)
-    options = names[len(positional) :]
+        if runs != 2:
+            raise ConfigError(f"fusion method {method!r} takes exactly 2 runs, got {runs}")
+        options = names[2:]
     unknown = sorted(set(params) - set(options))
     if unknown:
         raise ConfigError(
@@ -407,7 +423,26 @@ def fuse(method: str, runs: Sequence[Run], **params) -> Run:
     ]
     if missing:
         raise ConfigError(f"fusion method {method!r} needs parameter {', '.join(missing)}")
-    k = params.get("k", DEFAULT_K)
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ConfigError(f"fusion parameter k must be a positive integer, got {k!r}")
-    return function(*positional, **params)
+    for name, value in params.items():
+        if name in PARAMETER_DOMAINS:
+            accepts, domain = PARAMETER_DOMAINS[name]
+            if not accepts(value):
+                raise ConfigError(f"fusion parameter {name} must {domain}, got {value!r}")
+    weights = params.get("weights")
+    if weights is not None:
+        if not isinstance(weights, list | tuple) or not all(map(_number, weights)):
+            raise ConfigError(f"fusion parameter weights must be finite numbers, got {weights!r}")
+        _weights([{}] * runs, weights)
+
+
+def fuse(method: str, runs: Sequence[Run], **params) -> Run:
+    """Apply a fusion method by name, as config and CLI do, after :func:`check_fusion`.
+
+    Methods whose first parameter is ``runs`` take two or more runs; the others take exactly
+    two.
+    """
+    check_fusion(method, len(runs), params)
+    function = FUSION_METHODS[method]
+    if list(inspect.signature(function).parameters)[0] == "runs":
+        return function(list(runs), **params)
+    return function(*runs, **params)

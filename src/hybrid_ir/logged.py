@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_ir.errors import HybridIRError, printable, quoted
-from hybrid_ir.formats import relevance_limit
+from hybrid_ir.formats import line_limit, relevance_limit
 from hybrid_ir.provenance import write_records
 
 FAULT_ENV = "HYBRID_IR_FAULT"
@@ -128,7 +128,8 @@ def run_step(
     try:
         inject_fault(job.rule)
         started = time.perf_counter()
-        with relevance_limit(job.config["max_relevance"]):  # filled in by validation
+        # Both filled in by validation.
+        with relevance_limit(job.config["max_relevance"]), line_limit(job.config["max_line_chars"]):
             step()
         if hasattr(job, "output"):  # a Snakemake job, not a test's stand-in
             write_records(job, time.perf_counter() - started, raw)

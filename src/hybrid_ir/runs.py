@@ -1,9 +1,16 @@
 """Runs in memory, canonicalized once: ``{topic id: {doc id: score}}``.
 
 Canonical order is the one trec_eval uses to score a run: score descending, ties broken by
-document id descending (trec_eval compares ids as strings). A document listed twice for a topic
-keeps its best score. Writers cut each topic at ``k`` in that order, so two runs with the same
-scores give byte-identical files whatever order they were computed in.
+document id descending (trec_eval compares ids as strings). Writers cut each topic at ``k`` in
+that order, so two runs with the same scores give byte-identical files whatever order they were
+computed in.
+
+A document listed twice for one topic is read by the policy :data:`DUPLICATE_POLICIES` names:
+``max`` (the default) keeps its highest score, ``first`` the score of its first line, ``error``
+refuses the file naming both lines. trec_eval refuses such a run ("duplicate docs"), and
+pytrec_eval, which takes a run as a dict, keeps whichever entry the caller's dict kept; ``max``
+is what a fusion of two lists of the same topic means, and what this workflow always did. The
+two lenient policies log a warning with the count, so nothing is dropped silently.
 
 Two file formats are read and written: TREC (``qid Q0 docid rank score tag``) and the ARQMath
 submission TSV (``topic<TAB>post<TAB>rank<TAB>score<TAB>run``). A file's format is decided once,
@@ -13,6 +20,7 @@ score that is not a finite number is an error naming the file and line.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Iterable, Iterator
@@ -25,9 +33,11 @@ from hybrid_ir.formats import (
     ASCII_WHITESPACE,
     RunEntry,
     atomic_output,
+    check_line_length,
     check_read_ids,
     check_written_id,
     line_breaking_problem,
+    max_line_chars,
     open_text,
     split_fields,
 )
@@ -44,6 +54,11 @@ def ranked(docs: dict[str, float], k: int | None = None) -> list[tuple[str, floa
 def canonicalize(run: Run, k: int | None = None) -> Run:
     """The run with each topic in canonical order and cut at ``k`` (dicts keep that order)."""
     return {topic: dict(ranked(docs, k)) for topic, docs in run.items()}
+
+
+DUPLICATE_POLICIES = ("max", "first", "error")
+"""What :func:`read_run` does with a document listed twice for one topic (module docstring)."""
+_KEPT = {"max": "the highest score", "first": "the first line's score"}
 
 
 def add_entry(run: Run, topic: str, doc: str, score: float) -> None:
@@ -163,35 +178,78 @@ def _block_entries(
     ]
 
 
-def _add_entries(run: Run, parsed: Iterable[tuple[str, str, float]], keep: set | None) -> None:
-    """:func:`add_entry` for each entry of a topic in ``keep`` (all if None), inlined: a run
-    file has millions of lines."""
+def _add_entries(
+    run: Run, parsed: Iterable[tuple[str, str, float]], keep: set | None, duplicates: str
+) -> tuple[str, str] | int:
+    """Each entry of a topic in ``keep`` (all if None) into ``run``, inlined (a run file has
+    millions of lines); a document seen again for its topic is kept by the ``duplicates``
+    policy. Returns how many entries repeated a (topic, document), or with ``error`` the first
+    repeated pair."""
     docs: dict[str, float] = {}
     current = None
+    repeated = 0
     for topic, doc, score in parsed:
         if topic != current:
             if keep is not None and topic not in keep:
                 continue
             current, docs = topic, run.setdefault(topic, {})
-        best = docs.get(doc)
-        if best is None or score > best:
+        seen = docs.get(doc)
+        if seen is None:
             docs[doc] = score
+            continue
+        if duplicates == "error":
+            return topic, doc
+        repeated += 1
+        if duplicates == "max" and score > seen:
+            docs[doc] = score
+    return repeated
+
+
+def _duplicate_lines(path: str | Path, run_format: str, topic: str, doc: str) -> list[int]:
+    """The numbers of the lines listing ``doc`` for ``topic`` (for the error message only)."""
+    found = []
+    with open_text(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip(ASCII_WHITESPACE):
+                fields = _fields(line, run_format)
+                pair = (fields[0], fields[2] if run_format == "trec" else fields[1])
+                if pair == (topic, doc):
+                    found.append(number)
+    return found
+
+
+def _check_block_lines(text: str, path: str | Path, first_line: int) -> None:
+    """Each whole line of ``text`` within the line limit (only a block longer than the limit
+    can hold a line longer than it)."""
+    start = 0
+    for offset in range(text.count("\n")):
+        end = text.index("\n", start)
+        check_line_length(path, first_line + offset, end - start)
+        start = end + 1
 
 
 def read_run(
-    path: str | Path, topics: Iterable[str] | None = None, run_format: str | None = None
+    path: str | Path,
+    topics: Iterable[str] | None = None,
+    run_format: str | None = None,
+    duplicates: str = "max",
 ) -> Run:
     """Read a TREC or ARQMath-TSV run (``.gz`` too), optionally keeping only ``topics``.
 
     ``run_format`` is ``trec``, ``arqmath`` or ``None`` to decide it from the first line; every
     line must then have that layout, so a TREC line that lost a column is an error, never an
-    ARQMath line read with a wrong score.
+    ARQMath line read with a wrong score. ``duplicates`` is one of :data:`DUPLICATE_POLICIES`.
     """
     if run_format is not None and run_format not in RUN_FORMATS:
         raise ConfigError(f"unknown run format {run_format!r}; choose {', '.join(RUN_FORMATS)}")
+    if duplicates not in DUPLICATE_POLICIES:
+        raise ConfigError(
+            f"unknown duplicates policy {duplicates!r}; choose {', '.join(DUPLICATE_POLICIES)}"
+        )
     keep = set(topics) if topics is not None else None
     run: Run = {}
     lines = 0
+    repeated = 0
     first_line = 1
     pending = ""
     with open_text(path) as handle:
@@ -200,17 +258,39 @@ def read_run(
             text = pending + block
             cut = text.rfind("\n") + 1 if block else len(text)
             text, pending = text[:cut], text[cut:]
+            check_line_length(path, first_line + text.count("\n"), len(pending))
+            if len(text) > max_line_chars():
+                _check_block_lines(text, path, first_line)
             if text:
                 run_format = run_format or _first_format(text, path, first_line)
                 if run_format is not None:
                     parsed = _block_entries(text, run_format, path, first_line)
                     lines += len(parsed)
-                    _add_entries(run, parsed, keep)
+                    added = _add_entries(run, parsed, keep, duplicates)
+                    if isinstance(added, tuple):
+                        topic, doc = added
+                        numbers = _duplicate_lines(path, run_format, topic, doc)
+                        raise InputFormatError(
+                            path,
+                            numbers[1] if len(numbers) > 1 else None,
+                            f"document {quoted(doc)} listed again for topic {quoted(topic)} "
+                            f"(lines {', '.join(map(str, numbers[:2]))}; duplicates: error)",
+                        )
+                    repeated += added
                 first_line += text.count("\n")
             if not block:
                 break
     if not lines:
         raise InputFormatError(path, None, "no run lines: the file is empty")
+    if repeated:
+        logging.warning(
+            "%s: %d line(s) list a document already listed for their topic; kept %s "
+            "(duplicates: %s; trec_eval refuses such a run)",
+            path,
+            repeated,
+            _KEPT[duplicates],
+            duplicates,
+        )
     return run
 
 
@@ -244,10 +324,14 @@ def _split_digits(text: str) -> list[str]:
 
 
 LINE_FORMATS = {
-    "trec": "{0.query_id} Q0 {0.doc_id} {0.rank} {0.score:.6f} {0.tag}\n",
-    "arqmath": "{0.query_id}\t{0.doc_id}\t{0.rank}\t{0.score:.6f}\t{0.tag}\n",
+    "trec": "{0.query_id} Q0 {0.doc_id} {0.rank} {1} {0.tag}\n",
+    "arqmath": "{0.query_id}\t{0.doc_id}\t{0.rank}\t{1}\t{0.tag}\n",
 }
-"""Line layouts: TREC, and the ARQMath Task-1 submission TSV (topic, post, rank, score, run)."""
+"""Line layouts: TREC, and the ARQMath Task-1 submission TSV (topic, post, rank, score, run).
+The score is written as Python's shortest repr of the float, which reads back as the same
+float: two different scores never print alike, so trec_eval (which re-sorts by score, then by
+document id) ranks as the writer did. Six decimals made ties of scores that differed beyond
+them, which trec_eval then broke by document id, against the rank column."""
 
 
 def write_run(
@@ -275,6 +359,6 @@ def write_entries(path: str | Path, run_entries: Iterable[RunEntry], style: str 
                     f"{path}: topic {entry.query_id}, document {entry.doc_id}: score "
                     f"{entry.score} is not a finite number"
                 )
-            out.write(LINE_FORMATS[style].format(entry))
+            out.write(LINE_FORMATS[style].format(entry, repr(float(entry.score))))
             count += 1
     return count

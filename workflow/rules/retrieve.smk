@@ -56,6 +56,7 @@ rule import_run:
         code=code_version("import_run"),
         depth=RUN_DEPTH,
         run_format=lambda w: external_run(w)["format"],
+        duplicates=lambda w: external_run(w)["duplicates"],
     script:
         "../scripts/import_run.py"
 

@@ -7,7 +7,11 @@ from hybrid_ir.runs import read_run, write_run
 
 
 def main():
-    run = read_run(snakemake.input[0], run_format=snakemake.params.run_format)
+    run = read_run(
+        snakemake.input[0],
+        run_format=snakemake.params.run_format,
+        duplicates=snakemake.params.duplicates,
+    )
     lines = write_run(
         run, snakemake.output.run, tag=snakemake.wildcards.system, k=snakemake.params.depth
     )
