@@ -583,7 +583,11 @@ def valid_run(draw: st.DrawFn) -> tuple[str, str, dict[str, dict[str, float]]]:
             line = draw(PADDING) + fields[0]
             for field in fields[1:]:
                 line += draw(SEPARATOR) + field
-            lines.append(line + draw(PADDING))
+            line += draw(PADDING)
+            tab_fields = [field.strip(" \t\x0b\x0c") for field in line.split("\t")]
+            if len(tab_fields) == 5 and all(tab_fields):  # ARQMath's layout: see detect_format
+                line = " ".join(fields)
+            lines.append(line)
         else:
             fields = [topic, doc, str(rank), written, tag]
             lines.append("\t".join(draw(SPACES) + field + draw(SPACES) for field in fields))

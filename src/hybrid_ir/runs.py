@@ -7,10 +7,11 @@ computed in.
 
 A document listed twice for one topic is read by the policy :data:`DUPLICATE_POLICIES` names:
 ``max`` (the default) keeps its highest score, ``first`` the score of its first line, ``error``
-refuses the file naming both lines. trec_eval refuses such a run ("duplicate docs"), and
-pytrec_eval, which takes a run as a dict, keeps whichever entry the caller's dict kept; ``max``
-is what a fusion of two lists of the same topic means, and what this workflow always did. The
-two lenient policies log a warning with the count, so nothing is dropped silently.
+refuses the file naming both lines. trec_eval refuses such a run ("duplicate docs"), the
+ARQMath organisers' tools keep the first line, and pytrec_eval, which takes a run as a dict,
+keeps whichever entry the caller's dict kept; ``max`` is what a fusion of two lists of the same
+topic means, and what this workflow always did. The two lenient policies log a warning with
+the count, so nothing is dropped silently.
 
 Two file formats are read and written: TREC (``qid Q0 docid rank score tag``) and the ARQMath
 submission TSV (``topic<TAB>post<TAB>rank<TAB>score<TAB>run``). A file's format is decided once,
@@ -84,7 +85,14 @@ def _fields(line: str, run_format: str) -> list[str]:
 
 def detect_format(line: str, path: str | Path, line_number: int) -> str:
     """A run file's format, decided once from its first line: 6 whitespace-separated fields is
-    TREC, 5 tab-separated fields is ARQMath TSV; anything else names both layouts."""
+    TREC, 5 tab-separated fields is ARQMath TSV; anything else names both layouts. A line that
+    is both (4 tabs, and a space inside one tab-separated field) is ARQMath when none of its
+    5 fields is empty: an ARQMath line whose id holds a space is then read as ARQMath and its
+    id refused, never as a TREC line with shifted columns (``--run-format trec`` reads it as
+    TREC)."""
+    tab_fields = _fields(line, "arqmath")
+    if len(tab_fields) == _FIELD_COUNTS["arqmath"] and all(tab_fields):
+        return "arqmath"
     for run_format in RUN_FORMATS:
         if len(_fields(line, run_format)) == _FIELD_COUNTS[run_format]:
             return run_format

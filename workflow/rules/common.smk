@@ -136,8 +136,8 @@ def alternatives(names):
     )
 
 
-def raw_file(path, where):
-    """The fetched copy of a raw file, after checking the manifest lists it."""
+def manifest_entry(path, where="results/raw"):
+    """The manifest's row for a raw file, or the one-line error saying how to add it."""
     if path not in MANIFEST:
         mirror = MIRROR if MIRROR is not None else Path("<mirror>")
         raise WorkflowError(
@@ -145,6 +145,12 @@ def raw_file(path, where):
             f"{config['manifest']}; put the file at {mirror / path} and run: hybrid-ir "
             f"manifest add {mirror / path} --mirror {mirror} --manifest {config['manifest']}"
         )
+    return MANIFEST[path]
+
+
+def raw_file(path, where):
+    """The fetched copy of a raw file, after checking the manifest lists it."""
+    manifest_entry(path, where)
     return paths.raw(path)
 
 
