@@ -438,7 +438,8 @@ def test_counts_are_integers_in_evaluations_and_the_cli(tmp_path, qrels, capsys)
 
 @pytest.mark.parametrize("reader", ["records", "qrels", "run", "run in blocks"])
 def test_a_line_over_the_cap_is_an_error_before_it_is_held_whole(tmp_path, monkeypatch, reader):
-    """Line 2 is 5,000 characters with a cap of 1,000; a line of exactly 1,000 passes."""
+    """Line 2 is 5,000 characters with a cap of 1,000; a line of exactly 1,000 (its line
+    break aside) passes."""
     from hybrid_ir import runs
     from hybrid_ir.formats import line_limit, read_qrels, read_records
 
@@ -447,8 +448,8 @@ def test_a_line_over_the_cap_is_an_error_before_it_is_held_whole(tmp_path, monke
         "qrels": "q1 0 %s 1\n",
         "run": "q1 Q0 %s 1 1.0 t\n",
     }[reader.split()[0]]
-    at_cap = first % ("x" * (1000 - len(first % "")))
-    assert len(at_cap) == 1000
+    at_cap = first % ("x" * (1001 - len(first % "")))
+    assert len(at_cap) == 1001 and at_cap.endswith("\n")
     path = write(tmp_path / "file.txt", at_cap + "b" * 5000 + "\n")
     read = {
         "records": lambda: list(read_records(path)),

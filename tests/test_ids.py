@@ -83,10 +83,14 @@ def test_runs_and_qrels_with_a_control_character_in_an_id_name_the_line(tmp_path
     run.write_text("1 Q0 d1 1 2.0 x\n1 Q0 d\x012 2 1.0 x\n")
     with pytest.raises(InputFormatError, match=r"run.trec:2: U\+0001 in '1 Q0 d\\x012 2 1.0 x'"):
         read_run(run)
+    # Split at whitespace this line has TREC's six fields: it was read as document '1'.
     arqmath = tmp_path / "run.tsv"
     arqmath.write_text("1\td 1\t1\t2.0\tx\n")
     with pytest.raises(InputFormatError, match=r"run.tsv:1: id 'd 1' contains U\+0020"):
-        read_run(arqmath, run_format="arqmath")
+        read_run(arqmath)
+    tabbed_trec = tmp_path / "tabs.trec"
+    tabbed_trec.write_text("1\tQ0\td1\t1\t0.5\tx\n")
+    assert read_run(tabbed_trec) == {"1": {"d1": 0.5}}
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("1 0 d1 1\n1 0 d\x1c2 1\n")
     with pytest.raises(InputFormatError, match=r"qrels.txt:2: id 'd\\x1c2' contains U\+001C"):

@@ -127,14 +127,3 @@ def test_a_bad_line_in_any_block_is_named_by_its_line_number(
         read_run(path)
     assert ":28:" in str(error.value) or "line 28" in str(error.value)
     assert problem in str(error.value)
-
-
-def test_an_arqmath_line_whose_id_holds_a_space_is_refused_not_read_as_trec(tmp_path):
-    """Split at whitespace, the line has TREC's six fields: it was read as document '4'."""
-    path = tmp_path / "run.tsv"
-    path.write_text("A.1\t123 4\t1\t0.5\trun\n")
-    with pytest.raises(InputFormatError, match=r"run\.tsv:1: id '123 4' contains U\+0020"):
-        read_run(path)
-    tabbed_trec = tmp_path / "run.trec"
-    tabbed_trec.write_text("q1\tQ0\td1\t1\t0.5\trun\n")
-    assert read_run(tabbed_trec) == {"q1": {"d1": 0.5}}

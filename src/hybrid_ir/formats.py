@@ -219,11 +219,11 @@ class CheckedText:
         return line
 
     def readline(self, size: int = -1) -> str:
-        """The next line, read no further than the line limit (:func:`line_limit`) past which
-        it is an error naming the line."""
+        """The next line, read no further than the line limit (:func:`line_limit`, its line
+        break aside) past which it is an error naming the line."""
         limit = _line_limit.get()
         line = self._guarded(lambda: self._handle.readline(limit + 1 if size < 0 else size))
-        if len(line) > limit:
+        if not line.endswith("\n"):
             check_line_length(self.path, self.line_number + 1, len(line))
         return line
 
@@ -378,23 +378,22 @@ def check_line_length(path: str | Path, line_number: int, length: int) -> None:
 
 
 @contextlib.contextmanager
-def line_limit(limit: int) -> Iterator[None]:
+def _set_within(variable: contextvars.ContextVar[int], value: int) -> Iterator[None]:
+    token = variable.set(value)
+    try:
+        yield
+    finally:
+        variable.reset(token)
+
+
+def line_limit(limit: int) -> contextlib.AbstractContextManager[None]:
     """Within the block, readers refuse lines longer than ``limit`` characters."""
-    token = _line_limit.set(limit)
-    try:
-        yield
-    finally:
-        _line_limit.reset(token)
+    return _set_within(_line_limit, limit)
 
 
-@contextlib.contextmanager
-def relevance_limit(limit: int) -> Iterator[None]:
+def relevance_limit(limit: int) -> contextlib.AbstractContextManager[None]:
     """Within the block, readers accept relevance values with ``|rel| <= limit``."""
-    token = _relevance_limit.set(limit)
-    try:
-        yield
-    finally:
-        _relevance_limit.reset(token)
+    return _set_within(_relevance_limit, limit)
 
 
 def parse_relevance(value: str, path: str | Path, line_number: int) -> int:

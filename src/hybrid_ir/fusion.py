@@ -384,7 +384,10 @@ PARAMETER_DOMAINS: dict[str, tuple[Callable[[object], bool], str]] = {
     "eta": (_unit, "lie in [0, 1]"),
     "lam": (_unit, "lie in [0, 1]"),
     "rrf_k": (lambda value: _number(value) and value >= 0, "be >= 0"),  # type: ignore[operator]
-    "k": (lambda value: type(value) is int and value >= 1, "be a positive integer"),
+    "k": (
+        lambda value: isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+        "be a positive integer",
+    ),
     "topics": (lambda value: value in ("first", "union"), "be 'first' or 'union'"),
 }
 """Each fusion parameter's domain, checked by :func:`check_fusion` before any run is read."""
@@ -432,7 +435,8 @@ def check_fusion(method: str, runs: int, params: dict) -> None:
     if weights is not None:
         if not isinstance(weights, list | tuple) or not all(map(_number, weights)):
             raise ConfigError(f"fusion parameter weights must be finite numbers, got {weights!r}")
-        _weights([{}] * runs, weights)
+        if len(weights) != runs:
+            raise ConfigError(f"fusion got {len(weights)} weight(s) for {runs} run(s)")
 
 
 def fuse(method: str, runs: Sequence[Run], **params) -> Run:
