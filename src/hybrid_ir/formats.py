@@ -365,8 +365,8 @@ def max_line_chars() -> int:
 
 
 def check_line_length(path: str | Path, line_number: int, length: int) -> None:
-    """A line read ``length`` characters into, without its end yet, past the line limit is an
-    error (called by readers that read blocks rather than lines)."""
+    """A line of ``length`` characters (its line break aside), whole or read that far without
+    its end yet, past the line limit is an error naming ``path`` and ``line_number``."""
     limit = max_line_chars()
     if length > limit:
         raise InputFormatError(
