@@ -64,6 +64,10 @@ _QUERY_CHUNK = 256
 _DOC_BLOCK = 65536
 """Scores are computed ``_QUERY_CHUNK x _DOC_BLOCK`` at a time (128 MiB of float64), so a corpus
 of millions of documents never needs its full score matrix in memory."""
+_BLAS_SLACK = 1e-9
+"""How far below the k-th BLAS score a document is still rescored in fixed order: far above
+the rounding of a dot product of unit vectors (dimension x 2^-53), so the top k by fixed-order
+scores is among the candidates."""
 
 
 def resolve_model(name: str) -> str:
@@ -253,13 +257,13 @@ def search_shards(
             block = _unit_rows(matrix[start : start + _DOC_BLOCK])
             block_ids = ids[start : start + _DOC_BLOCK]
             for first in range(0, len(query_ids), _QUERY_CHUNK):
-                scores = vectors[first : first + _QUERY_CHUNK] @ block.T
+                chunk_vectors = vectors[first : first + _QUERY_CHUNK]
+                scores = chunk_vectors @ block.T
                 chunk = query_ids[first : first + _QUERY_CHUNK]
-                for query_id, row in zip(chunk, scores, strict=True):
-                    keep = _at_least_kth(row, k)
-                    run[query_id].update(
-                        zip(block_ids[keep].tolist(), row[keep].tolist(), strict=True)
-                    )
+                for query_id, vector, row in zip(chunk, chunk_vectors, scores, strict=True):
+                    keep = _at_least_kth(row, k, slack=_BLAS_SLACK)
+                    exact = _fixed_order_dots(block[keep], vector)
+                    run[query_id].update(zip(block_ids[keep].tolist(), exact.tolist(), strict=True))
         # Cut after each shard: memory stays at k documents per query, not k per shard.
         run = canonicalize(run, k)
     return canonicalize(run, k)
@@ -292,14 +296,22 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     return rows / np.where(norms == 0, 1.0, norms)[:, None]
 
 
-def _at_least_kth(row: np.ndarray, depth: int | None) -> np.ndarray:
-    """Indices of the scores at least the ``depth``-th highest (all for ``None``): every
-    document tied at the cut-off is kept, so the canonical tie rule, not argpartition, decides
-    which survive."""
+def _at_least_kth(row: np.ndarray, depth: int | None, slack: float = 0.0) -> np.ndarray:
+    """Indices of the scores at least the ``depth``-th highest less ``slack`` (all for
+    ``None``): every document tied at the cut-off is kept, so the canonical tie rule, not
+    argpartition, decides which survive."""
     if depth is None or depth >= len(row):
         return np.arange(len(row))
     kth = np.partition(row, len(row) - depth)[len(row) - depth]
-    return np.flatnonzero(row >= kth)
+    return np.flatnonzero(row >= kth - slack)
+
+
+def _fixed_order_dots(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """Each row's dot product with ``vector``, summed in an order that depends on the vector
+    length only: BLAS picks kernels by matrix shape (OpenBLAS's for one or two columns sum in
+    another order), so the same document would score a last-bit different in a shard of
+    another size, and written scores keep every bit."""
+    return np.multiply(rows, vector).sum(axis=1)
 
 
 def corpus_texts(
