@@ -284,6 +284,12 @@ def _check(args: argparse.Namespace) -> None:
     print(f"all {assert_all_passed(args.summary)} checks passed")
 
 
+def _claims(args: argparse.Namespace) -> None:
+    from hybrid_ir.claims import print_claims
+
+    print(print_claims(args.results, args.format), end="")
+
+
 def _provenance(args: argparse.Namespace) -> None:
     from hybrid_ir.provenance import chain
 
@@ -649,6 +655,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     provenance.add_argument("result", help="a file under results/, e.g. a table or a run")
     provenance.set_defaults(handler=_provenance)
+
+    claims = command(
+        "claims",
+        help="print each paper's claims as the workflow judged them (verdict, effect with its "
+        "95%% interval, p, detectable effect, the paper's effect, Effect Ratio, ΔRI), from "
+        "results/claims/",
+    )
+    claims.add_argument(
+        "--results", default="results", help="the results directory (default: results)"
+    )
+    claims.add_argument(
+        "--format", choices=["text", "json"], default="text", help="output (default: text)"
+    )
+    claims.set_defaults(handler=_claims)
     return parser
 
 

@@ -956,6 +956,15 @@ def _check_references(config: dict, source: str) -> None:
     _check_runs_and_tables(config)
     _check_measures(config, source)
     _check_fusions(config, source)
+    _check_claims(config)
+
+
+def _check_claims(config: dict) -> None:
+    """Every claim's table, rows and column against the tables configured (the claims files
+    name themselves in their errors)."""
+    from hybrid_ir.claims import claims_by_paper
+
+    claims_by_paper(config["claims"], config["tables"])
 
 
 def _measure_lists(node: object, path: str) -> Iterator[tuple[str, list]]:

@@ -100,6 +100,11 @@ def result_table(name: str, extension: str) -> str:
     return f"{RESULTS}/tables/{name}.{extension}"
 
 
+def claims(paper: str, extension: str) -> str:
+    """A paper's claims and their verdicts: ``extension`` is json, md or html."""
+    return f"{RESULTS}/claims/paper{paper}.{extension}"
+
+
 def checks(name: str) -> str:
     """``summary.tsv`` (every expected-score check) or ``passed`` (all passed)."""
     return f"{RESULTS}/checks/{name}"

@@ -9,6 +9,7 @@ from snakemake.logging import logger
 from hybrid_ir import paths
 from hybrid_ir.code_digest import DigestCache
 from hybrid_ir.checks import checks_from_expected, evaluation_pairs, load_expected
+from hybrid_ir.claims import claims_by_paper
 from hybrid_ir.config import (
     config_layers,
     config_warnings,
@@ -59,6 +60,7 @@ try:
     MANIFEST = load_manifest(config["manifest"])
     EXPECTED = load_expected(config["expected"])
     fill_published(config, EXPECTED)
+    CLAIMS = claims_by_paper(config["claims"], config["tables"])
     # Pinned hub models, fetched by the local rule fetch_hub_model; every job reads the cache.
     HUB_MODELS = {
         model: config["hub_models"][model]["revision"]
@@ -411,6 +413,20 @@ def crossval_report(name):
     return paths.crossval(name)
 
 
+def claims_inputs(paper):
+    """A paper's claims file and the CSV and per-topic scores of each table its claims compare
+    that this configuration builds."""
+    inputs = {"claims": CLAIMS[paper].source}
+    for table in sorted({claim.table for claim in CLAIMS[paper].claims} & set(TABLES)):
+        inputs[f"csv_{table}"] = paths.result_table(table, "csv")
+        inputs[f"per_query_{table}"] = paths.result_table(table, "per_query.tsv")
+    return inputs
+
+
+def claims_outputs(paper):
+    return [paths.claims(paper, ext) for ext in ("json", "md", "html")]
+
+
 def table_outputs(name):
     return [
         paths.result_table(name, ext)
@@ -497,6 +513,7 @@ def all_targets():
         output for name in COLLECTIONS for output in converted_outputs(name).values()
     ]
     targets += [output for name in TABLES for output in table_outputs(name)]
+    targets += [output for paper in CLAIMS for output in claims_outputs(paper)]
     targets += [crossval_report(name) for name in CROSSVAL]
     targets += [sweep_report(name) for name in SWEEPS]
     targets += [output for name in FIGURES for output in figure_outputs(name)]
@@ -531,5 +548,6 @@ wildcard_constraints:
     sweep=alternatives(SWEEPS),
     figure=alternatives(FIGURES),
     table=alternatives(TABLES),
+    paper=alternatives(CLAIMS),
     backbone=alternatives(MATH["backbones"] if MATH else ()),
     encoder=alternatives(ENCODERS),

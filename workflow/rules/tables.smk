@@ -206,3 +206,28 @@ rule collection_stats:
         spec=lambda w: FIGURES[w.figure],
     script:
         "../scripts/collection_stats.py"
+
+
+rule claims:
+    input:
+        unpack(lambda w: claims_inputs(w.paper)),
+    output:
+        json=paths.claims("{paper}", "json"),
+        markdown=paths.claims("{paper}", "md"),
+        html=report(
+            paths.claims("{paper}", "html"),
+            caption="../report/claims.rst",
+            category=lambda w: paper_category(w.paper),
+            labels=lambda w: {"name": f"paper{w.paper}-claims"},
+        ),
+    log:
+        paths.log("claims", "paper{paper}"),
+    conda:
+        CONDA_ENV
+    threads: rule_threads("claims")
+    resources:
+        **rule_resources("claims"),
+    params:
+        code=code_version("claims"),
+    script:
+        "../scripts/claims.py"

@@ -1,0 +1,599 @@
+"""The papers' claims, each tested on this workflow's per-topic scores.
+
+A claim compares two rows of one of the workflow's tables in one column (a measure on a topic
+set): "fusing Approach0 with ColBERT beats Approach0 alone" is row *system* against row
+*baseline*, claimed ``greater`` (or ``less``). Its verdict comes from the paired per-topic
+scores the table wrote (``<table>.per_query.tsv``):
+
+- *supported*: the mean difference lies in the claimed direction and the paired test, after
+  the correction across the paper's tested claims, rejects "no difference" at ``alpha``;
+- *contradicted*: the same, in the opposite direction;
+- *inconclusive*: no significant difference. The minimum detectable effect (MDE) says whether
+  the topic set could have shown one: the smallest mean difference a two-tailed paired t-test
+  at ``alpha`` detects with 80 % power given the per-topic differences' standard deviation,
+  ``(t(1 - alpha/2, n-1) + t(0.8, n-1)) * sd / sqrt(n)`` (the usual approximation to the
+  noncentral t). Where the paper's effect is at least the MDE the data could have shown it.
+
+Beside the verdict are the reproducibility measures of Breuer et al. (SIGIR 2020, the
+``repro_eval`` package) that need only the means: the Effect Ratio, this effect over the
+paper's (1 = the whole improvement reproduced, 0 = none, negative = reversed), and ΔRI, this
+relative improvement ``(system - baseline) / baseline`` minus the paper's (0 = the same
+relative improvement). The paper's effect comes from the published values the table carries
+(the rows' ``paper`` column, or published-only rows named in ``paper_rows``), or from the
+claim's own ``published`` numbers.
+
+A claim over fewer than :data:`MIN_TOPICS` paired topics is inconclusive with that reason,
+not computed; a claim whose table the configuration does not build says which configuration
+does (``configuration``) instead of a verdict.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hybrid_ir.errors import ConfigError
+from hybrid_ir.formats import atomic_output
+
+DIRECTIONS = ("greater", "less")
+TESTS = ("t-test", "randomization")
+CORRECTIONS = ("holm", "none")
+MIN_TOPICS = 5
+"""Fewer paired topics than this leave a claim inconclusive without a test."""
+POWER = 0.8
+CONFIDENCE = 0.95
+
+SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_HERE = (
+    "supported",
+    "contradicted",
+    "inconclusive",
+    "not tested here",
+)
+
+_CLAIM_KEYS = {
+    "id", "claim", "where", "table", "column", "system", "baseline", "direction", "test",
+    "alpha", "paper_rows", "published", "configuration", "note",
+}  # fmt: skip
+_FILE_KEYS = {"paper", "title", "alpha", "test", "correction", "claims"}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a paper and the comparison that tests it here."""
+
+    id: str
+    claim: str
+    where: str
+    table: str
+    column: str
+    system: str
+    baseline: str
+    direction: str = "greater"
+    test: str = "t-test"
+    alpha: float = 0.05
+    paper_rows: Mapping[str, str] = field(default_factory=dict)
+    published: Mapping[str, float] = field(default_factory=dict)
+    configuration: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class PaperClaims:
+    """A paper's claims file: its claims and how their p-values are corrected together."""
+
+    paper: str
+    title: str
+    correction: str
+    claims: tuple[Claim, ...]
+    source: str
+
+
+def load_claims(path: str | Path) -> PaperClaims:
+    """Read and check one claims file (the structure only: :func:`check_claims` checks the
+    tables, rows and columns against a configuration)."""
+    import yaml
+
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"{path}: cannot read the claims file: {error}") from error
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a claims file is a mapping with 'paper' and 'claims'")
+    unknown = sorted(set(data) - _FILE_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {unknown}; known: {sorted(_FILE_KEYS)}")
+    for key in ("paper", "claims"):
+        if key not in data:
+            raise ConfigError(f"{path}: '{key}' is missing")
+    correction = data.get("correction", "holm")
+    if correction not in CORRECTIONS:
+        raise ConfigError(
+            f"{path}: correction must be one of {list(CORRECTIONS)}, got {correction!r}"
+        )
+    defaults = {key: data[key] for key in ("alpha", "test") if key in data}
+    claims, seen = [], set()
+    for position, entry in enumerate(data["claims"] or [], start=1):
+        claim = _claim(path, position, {**defaults, **(entry or {})})
+        if claim.id in seen:
+            raise ConfigError(f"{path}: claim id {claim.id!r} appears twice")
+        seen.add(claim.id)
+        claims.append(claim)
+    return PaperClaims(
+        str(data["paper"]), str(data.get("title", "")), correction, tuple(claims), str(path)
+    )
+
+
+def _claim(path: Path, position: int, entry: Mapping) -> Claim:
+    name = f"{path}: claim {entry.get('id', f'#{position}')!s}"
+    unknown = sorted(set(entry) - _CLAIM_KEYS)
+    if unknown:
+        raise ConfigError(f"{name}: unknown key(s) {unknown}; known: {sorted(_CLAIM_KEYS)}")
+    for key in ("id", "claim", "where", "table", "column", "system", "baseline"):
+        if not isinstance(entry.get(key), str) or not entry[key]:
+            raise ConfigError(f"{name}: '{key}' must be a non-empty string")
+    direction = entry.get("direction", "greater")
+    if direction not in DIRECTIONS:
+        raise ConfigError(f"{name}: direction must be greater or less, got {direction!r}")
+    test = entry.get("test", "t-test")
+    if test not in TESTS:
+        raise ConfigError(f"{name}: test must be one of {list(TESTS)}, got {test!r}")
+    alpha = entry.get("alpha", 0.05)
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
+        raise ConfigError(f"{name}: alpha must lie strictly between 0 and 1, got {alpha!r}")
+    for key, allowed in (("paper_rows", str), ("published", int | float)):
+        value = entry.get(key, {})
+        if (
+            not isinstance(value, dict)
+            or set(value) - {"system", "baseline"}
+            or any(
+                isinstance(item, bool) or not isinstance(item, allowed) for item in value.values()
+            )
+        ):
+            raise ConfigError(f"{name}: '{key}' maps system and/or baseline to a value")
+    return Claim(**{**entry, "alpha": float(alpha), "direction": direction, "test": test})
+
+
+def table_layout(spec: Mapping) -> tuple[set[str], set[str], set[str]]:
+    """A configured table's row labels, its rows with a run (not published-only) and its
+    column keys, as the table writes them."""
+    from hybrid_ir.tables import column_key, table_groups
+
+    rows = [row for block in spec["blocks"] for row in block["rows"]]
+    labels = {row["label"] for row in rows}
+    computed = {row["label"] for row in rows if "published_only" not in row}
+    columns = {
+        column_key(group["name"], column)
+        for group in table_groups(spec)
+        for column in group["columns"]
+    }
+    return labels, computed, columns
+
+
+def check_claims(claims: PaperClaims, tables: Mapping[str, Mapping]) -> None:
+    """Refuse a claim whose table, rows or column the configuration's ``tables`` do not
+    produce, naming the file, the claim id and the key; a claim whose table is not configured
+    passes only when it names the ``configuration`` that builds it."""
+    for claim in claims.claims:
+        name = f"{claims.source}: claim {claim.id}"
+        if claim.table not in tables:
+            if claim.configuration:
+                continue
+            raise ConfigError(
+                f"{name}: table {claim.table!r} is not built by this configuration (give the "
+                "claim a 'configuration' that builds it)"
+            )
+        labels, computed, columns = table_layout(tables[claim.table])
+        for key in ("system", "baseline"):
+            label = getattr(claim, key)
+            if label not in computed:
+                why = "a published-only row" if label in labels else "not a row"
+                raise ConfigError(f"{name}: {key} {label!r} is {why} of table {claim.table}")
+        for key, label in claim.paper_rows.items():
+            if label not in labels:
+                raise ConfigError(
+                    f"{name}: paper_rows.{key} {label!r} is not a row of table {claim.table}"
+                )
+        if claim.column not in columns:
+            raise ConfigError(
+                f"{name}: column {claim.column!r} is not a column of table {claim.table} "
+                f"(its columns: {sorted(columns)})"
+            )
+
+
+# -- the verdict -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A claim's outcome here. ``effect`` is the mean per-topic difference system - baseline
+    (its sign says which side won), with its confidence interval; ``p`` is the test's, and
+    ``p_adjusted`` after the correction across the paper's tested claims."""
+
+    id: str
+    claim: str
+    where: str
+    table: str
+    column: str
+    system: str
+    baseline: str
+    direction: str
+    verdict: str
+    reason: str
+    topics: int = 0
+    system_mean: float | None = None
+    baseline_mean: float | None = None
+    effect: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p: float | None = None
+    p_adjusted: float | None = None
+    alpha: float = 0.05
+    test: str = "t-test"
+    detectable_effect: float | None = None
+    paper_system: float | None = None
+    paper_baseline: float | None = None
+    paper_effect: float | None = None
+    effect_ratio: float | None = None
+    delta_ri: float | None = None
+    configuration: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class PairedEffect:
+    """Mean difference of paired scores, its confidence interval, its test and the minimum
+    detectable effect of the topic set."""
+
+    topics: int
+    system_mean: float
+    baseline_mean: float
+    effect: float
+    ci_low: float
+    ci_high: float
+    p: float
+    detectable_effect: float
+
+
+def paired_effect(
+    system: Mapping[str, float],
+    baseline: Mapping[str, float],
+    alpha: float = 0.05,
+    test: str = "t-test",
+) -> PairedEffect | None:
+    """The paired comparison over the topics both have; None for fewer than
+    :data:`MIN_TOPICS` of them."""
+    from scipy.stats import t as student
+
+    from hybrid_ir.runs import topic_sort_key
+    from hybrid_ir.stats import paired_ttest, randomization_test
+
+    topics = sorted(system.keys() & baseline.keys(), key=topic_sort_key)
+    n = len(topics)
+    if n < MIN_TOPICS:
+        return None
+    a = np.array([system[topic] for topic in topics], dtype=float)
+    b = np.array([baseline[topic] for topic in topics], dtype=float)
+    differences = a - b
+    mean = float(differences.mean())
+    error = float(differences.std(ddof=1)) / math.sqrt(n)
+    half = float(student.ppf(0.5 + CONFIDENCE / 2, n - 1)) * error
+    chosen = {topic: system[topic] for topic in topics}
+    reference = {topic: baseline[topic] for topic in topics}
+    if test == "randomization":
+        p = randomization_test(chosen, reference).pvalue
+    else:
+        p = paired_ttest(chosen, reference).pvalue
+    detectable = (
+        float(student.ppf(1 - alpha / 2, n - 1)) + float(student.ppf(POWER, n - 1))
+    ) * error
+    return PairedEffect(
+        n, float(a.mean()), float(b.mean()), mean, mean - half, mean + half, float(p), detectable
+    )
+
+
+def decide(effect: float, p_adjusted: float, alpha: float, direction: str) -> str:
+    """supported / contradicted / inconclusive for an effect (system - baseline)."""
+    if not p_adjusted < alpha or effect == 0:
+        return INCONCLUSIVE
+    claimed = 1 if direction == "greater" else -1
+    return SUPPORTED if math.copysign(1, effect) == claimed else CONTRADICTED
+
+
+def effect_ratio(effect: float, paper_effect: float) -> float | None:
+    """This effect over the paper's (Breuer et al. 2020's ER on means); None when the paper
+    shows no difference."""
+    return effect / paper_effect if paper_effect else None
+
+
+def delta_ri(system: float, baseline: float, paper_system: float, paper_baseline: float):
+    """This relative improvement minus the paper's (Breuer et al. 2020's ΔRI); None when a
+    baseline is 0."""
+    if not baseline or not paper_baseline:
+        return None
+    return (system - baseline) / baseline - (paper_system - paper_baseline) / paper_baseline
+
+
+def holm_adjusted(pvalues: Sequence[float], correction: str) -> list[float]:
+    from hybrid_ir.stats import holm
+
+    return holm(pvalues) if correction == "holm" else list(pvalues)
+
+
+def judge(
+    claims: PaperClaims,
+    per_query: Mapping[str, Mapping[tuple[str, str], Mapping[str, float]]],
+    published: Mapping[str, Mapping[tuple[str, str], float]],
+) -> list[Verdict]:
+    """Every claim's verdict. ``per_query``: table -> (row, column) -> topic -> score;
+    ``published``: table -> (row, column) -> the paper's value; a table absent from both is
+    not built here."""
+    computed: dict[str, PairedEffect | None] = {}
+    for claim in claims.claims:
+        if claim.table in per_query:
+            scores = per_query[claim.table]
+            computed[claim.id] = paired_effect(
+                scores.get((claim.system, claim.column), {}),
+                scores.get((claim.baseline, claim.column), {}),
+                claim.alpha,
+                claim.test,
+            )
+    tested = [claim_id for claim_id, effect in computed.items() if effect is not None]
+    adjusted = dict(
+        zip(
+            tested,
+            holm_adjusted([computed[c].p for c in tested], claims.correction),  # type: ignore[union-attr]
+            strict=True,
+        )
+    )
+    return [
+        _verdict(claim, claim.table in per_query, computed.get(claim.id), adjusted.get(claim.id),
+                 published, claims.correction)
+        for claim in claims.claims
+    ]  # fmt: skip
+
+
+def _paper_values(claim: Claim, published: Mapping[str, Mapping[tuple[str, str], float]]):
+    values: dict[str, float | None] = {}
+    table = published.get(claim.table, {})
+    for side in ("system", "baseline"):
+        if side in claim.published:
+            values[side] = float(claim.published[side])
+        else:
+            row = claim.paper_rows.get(side, getattr(claim, side))
+            values[side] = table.get((row, claim.column))
+    return values["system"], values["baseline"]
+
+
+def _verdict(claim, built, effect, p_adjusted, published, correction_name) -> Verdict:
+    base: dict[str, Any] = {
+        key: getattr(claim, key)
+        for key in (
+            "id", "claim", "where", "table", "column", "system", "baseline", "direction",
+            "alpha", "test", "configuration", "note",
+        )
+    }  # fmt: skip
+    paper_system, paper_baseline = _paper_values(claim, published)
+    paper_effect = (
+        paper_system - paper_baseline
+        if paper_system is not None and paper_baseline is not None
+        else None
+    )
+    paper: dict[str, Any] = {
+        "paper_system": paper_system,
+        "paper_baseline": paper_baseline,
+        "paper_effect": paper_effect,
+    }
+    if not built:
+        where = claim.configuration or "a configuration that builds it"
+        reason = f"table {claim.table} is not built by this configuration; run {where}"
+        return Verdict(**base, **paper, verdict=NOT_HERE, reason=reason)
+    if effect is None:
+        reason = f"fewer than {MIN_TOPICS} paired topics: no test"
+        return Verdict(**base, **paper, verdict=INCONCLUSIVE, reason=reason)
+    verdict = decide(effect.effect, p_adjusted, claim.alpha, claim.direction)
+    correction = "Holm-corrected " if correction_name == "holm" else ""
+    if verdict == INCONCLUSIVE:
+        if effect.detectable_effect == 0:
+            reason = "the two rows score every topic alike: no difference to test"
+        elif paper_effect is None:
+            reason = f"{correction}p = {p_adjusted:.3g} >= {claim.alpha:g}"
+        elif abs(paper_effect) >= effect.detectable_effect:
+            reason = (
+                f"{correction}p = {p_adjusted:.3g} >= {claim.alpha:g}, though the paper's "
+                f"effect ({paper_effect:+.3f}) is at least the detectable one "
+                f"({effect.detectable_effect:.3f}): these topics could have shown it"
+            )
+        else:
+            reason = (
+                f"{correction}p = {p_adjusted:.3g} >= {claim.alpha:g}, and the paper's effect "
+                f"({paper_effect:+.3f}) is below the detectable one "
+                f"({effect.detectable_effect:.3f}): these topics could not have shown it"
+            )
+    else:
+        reason = f"{correction}p = {p_adjusted:.3g} < {claim.alpha:g}"
+    measures: dict[str, Any] = {
+        "effect_ratio": None if paper_effect is None else effect_ratio(effect.effect, paper_effect),
+        "delta_ri": None
+        if paper_effect is None
+        else delta_ri(effect.system_mean, effect.baseline_mean, paper_system, paper_baseline),
+    }
+    return Verdict(
+        **base,
+        **paper,
+        **measures,
+        verdict=verdict,
+        reason=reason,
+        topics=effect.topics,
+        system_mean=effect.system_mean,
+        baseline_mean=effect.baseline_mean,
+        effect=effect.effect,
+        ci_low=effect.ci_low,
+        ci_high=effect.ci_high,
+        p=effect.p,
+        p_adjusted=p_adjusted,
+        detectable_effect=effect.detectable_effect,
+    )
+
+
+# -- the tables' files -----------------------------------------------------------------------
+
+
+def read_table_scores(
+    per_query_path: str | Path, csv_path: str | Path
+) -> tuple[dict[tuple[str, str], dict[str, float]], dict[tuple[str, str], float]]:
+    """A table's per-topic scores, (row, column) -> topic -> score, from its
+    ``.per_query.tsv``, and its published values, (row, column) -> value, from its CSV."""
+    scores: dict[tuple[str, str], dict[str, float]] = {}
+    with open(per_query_path, encoding="utf-8", newline="") as handle:
+        for record in csv.DictReader(handle, delimiter="\t"):
+            key = (record["run"], record["column"])
+            scores.setdefault(key, {})[record["topic"]] = float(record["value"])
+    published: dict[tuple[str, str], float] = {}
+    with open(csv_path, encoding="utf-8", newline="") as handle:
+        for record in csv.DictReader(handle):
+            if record["published"]:
+                published[(record["run"], record["column"])] = float(record["published"])
+    return scores, published
+
+
+def judge_files(claims_path: str | Path, tables: Mapping[str, tuple[str, str]]) -> list[Verdict]:
+    """:func:`judge` on the files of the tables built here (name -> (per_query.tsv, csv))."""
+    claims = load_claims(claims_path)
+    per_query, published = {}, {}
+    for name, (per_query_path, csv_path) in tables.items():
+        per_query[name], published[name] = read_table_scores(per_query_path, csv_path)
+    return judge(claims, per_query, published)
+
+
+def write_verdicts(
+    claims_path: str | Path, verdicts: Sequence[Verdict], json_path: str | Path, md_path: str | Path
+) -> None:
+    claims = load_claims(claims_path)
+    document = {
+        "paper": claims.paper,
+        "title": claims.title,
+        "correction": claims.correction,
+        "verdicts": [asdict(verdict) for verdict in verdicts],
+    }
+    with atomic_output(json_path) as handle:
+        json.dump(document, handle, indent=1, allow_nan=False)
+        handle.write("\n")
+    with atomic_output(md_path) as handle:
+        handle.write(render_markdown(document))
+
+
+def _number(value: float | None, signed: bool = False, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def _p(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3g}"
+
+
+HEADER = (
+    "claim", "verdict", "effect [95% CI]", "p (adj.)", "detectable", "paper's effect",
+    "Effect Ratio", "ΔRI", "n",
+)  # fmt: skip
+
+
+def verdict_cells(verdict: Mapping) -> list[str]:
+    """One row of the claims table."""
+    if verdict["effect"] is None:
+        effect = "–"
+    else:
+        effect = f"{verdict['effect']:+.3f} [{verdict['ci_low']:+.3f}, {verdict['ci_high']:+.3f}]"
+    p = "–" if verdict["p"] is None else f"{_p(verdict['p'])} ({_p(verdict['p_adjusted'])})"
+    return [
+        verdict["id"],
+        verdict["verdict"],
+        effect,
+        p,
+        _number(verdict["detectable_effect"]),
+        _number(verdict["paper_effect"], signed=True),
+        _number(verdict["effect_ratio"], digits=2),
+        _number(verdict["delta_ri"], signed=True, digits=2),
+        str(verdict["topics"] or "–"),
+    ]
+
+
+def render_markdown(document: Mapping) -> str:
+    """The claims page: one row per claim, then what each claim says and compares."""
+    title = f"# Paper {document['paper']}: claims" + (
+        f" ({document['title']})" if document["title"] else ""
+    )
+    lines = [title, "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    for verdict in document["verdicts"]:
+        lines.append("| " + " | ".join(verdict_cells(verdict)) + " |")
+    correction = "Holm" if document["correction"] == "holm" else "no"
+    lines += [
+        "",
+        "- effect: mean per-topic difference, system minus baseline, with its 95% t interval; "
+        f"p: two-tailed paired test, with {correction} correction across this paper's tested "
+        "claims in parentheses; detectable: the smallest effect a paired t-test at the claim's "
+        "alpha detects with 80% power on these topics (from the differences' standard "
+        "deviation); Effect Ratio: this effect over the paper's; ΔRI: this relative "
+        "improvement minus the paper's (Breuer et al., SIGIR 2020).",
+    ]
+    for verdict in document["verdicts"]:
+        direction = ">" if verdict["direction"] == "greater" else "<"
+        lines.append(
+            f"- **{verdict['id']}** ({verdict['where']}): {verdict['claim']} Tested as "
+            f"{verdict['system']} {direction} {verdict['baseline']} in {verdict['table']}, "
+            f"column {verdict['column']}: {verdict['verdict']}, {verdict['reason']}."
+            + (f" {verdict['note']}" if verdict.get("note") else "")
+        )
+    return "\n".join(lines) + "\n"
+
+
+def read_verdicts(paths: Iterable[str | Path]) -> list[dict]:
+    """The documents :func:`write_verdicts` wrote."""
+    return [json.loads(Path(path).read_text(encoding="utf-8")) for path in paths]
+
+
+def print_claims(results: str | Path, output: str = "text") -> str:
+    """Every paper's judged claims under ``results/claims``: aligned text, or one JSON list."""
+    found = sorted(Path(results, "claims").glob("paper*.json"))
+    if not found:
+        raise ConfigError(
+            f"{Path(results, 'claims')}: no judged claims (run the workflow first: snakemake "
+            "--cores N)"
+        )
+    documents = read_verdicts(found)
+    if output == "json":
+        return json.dumps(documents, indent=1) + "\n"
+    lines = []
+    for document in documents:
+        rows = [list(HEADER)] + [verdict_cells(v) for v in document["verdicts"]]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
+        lines.append(f"Paper {document['paper']}: {document['title']}")
+        lines += [
+            "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            for row in rows
+        ]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def claims_by_paper(paths: Sequence[str | Path], tables: Mapping[str, Mapping]) -> dict:
+    """Each configured claims file, loaded and checked against the configuration's tables,
+    by its paper's three digits."""
+    papers: dict[str, PaperClaims] = {}
+    for path in paths:
+        claims = load_claims(path)
+        if claims.paper in papers:
+            raise ConfigError(
+                f"{path}: paper {claims.paper} already has claims in {papers[claims.paper].source}"
+            )
+        check_claims(claims, tables)
+        papers[claims.paper] = claims
+    return papers

@@ -1,0 +1,253 @@
+"""Claims: verdicts on synthetic per-topic scores with known effects, the reproducibility
+measures against their definitions, the claims files' bad input, and ``hybrid-ir claims``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from scipy.stats import ttest_rel
+
+from hybrid_ir import claims as claims_module
+from hybrid_ir.claims import (
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_HERE,
+    SUPPORTED,
+    check_claims,
+    delta_ri,
+    effect_ratio,
+    judge,
+    load_claims,
+    paired_effect,
+    write_verdicts,
+)
+from hybrid_ir.cli import main
+from hybrid_ir.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+TABLE = {
+    "blocks": [
+        {"rows": [{"label": "paper A", "published_only": "a"},
+                  {"label": "paper B", "published_only": "b"}]},
+        {"rows": [{"label": "A", "run": "a"}, {"label": "B", "run": "b"}]},
+    ],
+    "columns": ["nDCG@10", "MAP"],
+}  # fmt: skip
+
+
+def _scores(seed: int, n: int, shift: float, noise: float = 0.05) -> tuple[dict, dict]:
+    rng = np.random.default_rng(seed)
+    baseline = rng.uniform(0.2, 0.6, n)
+    system = baseline + shift + rng.normal(0, noise, n)
+    topics = [f"q{i}" for i in range(n)]
+    return dict(zip(topics, system, strict=True)), dict(zip(topics, baseline, strict=True))
+
+
+def _claims_file(tmp_path: Path, claims: list[dict], **top) -> Path:
+    path = tmp_path / "paper009.yaml"
+    path.write_text(yaml.safe_dump({"paper": "009", "claims": claims, **top}), encoding="utf-8")
+    return path
+
+
+def _claim(**changes) -> dict:
+    return {
+        "id": "a-beats-b", "claim": "A beats B.", "where": "Table 9", "table": "t",
+        "column": "nDCG@10", "system": "A", "baseline": "B", **changes,
+    }  # fmt: skip
+
+
+def _judge(tmp_path, system, baseline, table_published=None, **changes):
+    claims = load_claims(_claims_file(tmp_path, [_claim(**changes)]))
+    per_query = {"t": {("A", "nDCG@10"): system, ("B", "nDCG@10"): baseline}}
+    return judge(claims, per_query, {"t": table_published or {}})[0]
+
+
+def test_a_large_effect_in_the_claimed_direction_is_supported(tmp_path):
+    system, baseline = _scores(1, 50, 0.1)
+    verdict = _judge(tmp_path, system, baseline)
+    assert verdict.verdict == SUPPORTED and verdict.topics == 50
+    differences = np.array([system[t] - baseline[t] for t in system])
+    assert verdict.effect == pytest.approx(differences.mean())
+    assert verdict.p == pytest.approx(
+        ttest_rel(list(system.values()), list(baseline.values())).pvalue
+    )
+    assert verdict.ci_low < verdict.effect < verdict.ci_high and verdict.ci_low > 0
+
+
+def test_the_opposite_direction_is_contradicted(tmp_path):
+    system, baseline = _scores(2, 50, -0.1)
+    assert _judge(tmp_path, system, baseline).verdict == CONTRADICTED
+    assert _judge(tmp_path, system, baseline, direction="less").verdict == SUPPORTED
+
+
+def test_no_effect_is_inconclusive_and_says_whether_the_paper_effect_was_detectable(tmp_path):
+    system, baseline = _scores(3, 60, 0.0)
+    large = {("paper A", "nDCG@10"): 0.5, ("paper B", "nDCG@10"): 0.3}
+    rows = {"system": "paper A", "baseline": "paper B"}
+    powered = _judge(tmp_path, system, baseline, large, paper_rows=rows)
+    assert powered.verdict == INCONCLUSIVE and "could have shown it" in powered.reason
+    assert powered.paper_effect == pytest.approx(0.2) and powered.detectable_effect < 0.2
+    tiny = {("paper A", "nDCG@10"): 0.301, ("paper B", "nDCG@10"): 0.3}
+    underpowered = _judge(tmp_path, system, baseline, tiny, paper_rows=rows)
+    assert underpowered.verdict == INCONCLUSIVE and "could not have shown it" in underpowered.reason
+
+
+def test_the_detectable_effect_has_80_percent_power_by_simulation():
+    """Differences drawn with a mean equal to the detectable effect of their topic set are
+    significant at alpha = 0.05 in about 80 % of samples."""
+    rng = np.random.default_rng(7)
+    n, sd = 40, 0.1
+    draw = rng.normal(0, 1, n)
+    reference = (draw - draw.mean()) / draw.std(ddof=1) * sd  # its standard deviation exactly sd
+    detectable = paired_effect(
+        {f"q{i}": d for i, d in enumerate(reference)}, {f"q{i}": 0.0 for i in range(n)}
+    ).detectable_effect
+    hits = 0
+    for _ in range(2000):
+        sample = rng.normal(detectable, sd, n)
+        hits += ttest_rel(sample, np.zeros(n)).pvalue < 0.05
+    assert 0.74 < hits / 2000 < 0.86
+
+
+def test_fewer_than_five_paired_topics_are_inconclusive_without_a_test(tmp_path):
+    system, baseline = _scores(4, 4, 0.3)
+    verdict = _judge(tmp_path, system, baseline)
+    assert verdict.verdict == INCONCLUSIVE and verdict.p is None
+    assert "fewer than 5 paired topics" in verdict.reason
+
+
+def test_holm_correction_runs_across_the_paper_claims(tmp_path):
+    weak, weak_base = _scores(6, 40, 0.01, noise=0.03)  # p = 0.038 alone
+    strong, base = _scores(5, 40, 0.1)
+    per_query = {"t": {("A", "nDCG@10"): weak, ("B", "nDCG@10"): weak_base,
+                       ("C", "nDCG@10"): strong, ("D", "nDCG@10"): base}}  # fmt: skip
+    alone = judge(load_claims(_claims_file(tmp_path, [_claim()])), per_query, {"t": {}})[0]
+    assert alone.p == alone.p_adjusted < 0.05 and alone.verdict == SUPPORTED
+    # Two claims at p = 0.038: the smaller p counts twice, and the other is never below it.
+    twice = [_claim(), _claim(id="again")]
+    first, second = judge(load_claims(_claims_file(tmp_path, twice)), per_query, {"t": {}})
+    assert first.p_adjusted == second.p_adjusted == pytest.approx(2 * alone.p)
+    assert first.verdict == second.verdict == INCONCLUSIVE
+    # Beside a strong claim, the weak one keeps its own p (Holm's last step multiplies by 1).
+    both = [_claim(), _claim(id="strong", system="C", baseline="D")]
+    weak_verdict, strong_verdict = judge(
+        load_claims(_claims_file(tmp_path, both)), per_query, {"t": {}}
+    )
+    assert strong_verdict.p_adjusted == pytest.approx(2 * strong_verdict.p)
+    assert weak_verdict.p_adjusted == pytest.approx(alone.p) and weak_verdict.verdict == SUPPORTED
+    uncorrected = _claims_file(tmp_path, twice, correction="none")
+    assert [v.verdict for v in judge(load_claims(uncorrected), per_query, {"t": {}})] == [
+        SUPPORTED
+    ] * 2
+
+
+def test_effect_ratio_and_delta_ri_follow_breuer_et_al():
+    # ER = mean improvement here / mean improvement in the paper; ΔRI = RI here - RI there.
+    assert effect_ratio(0.05, 0.1) == pytest.approx(0.5)
+    assert effect_ratio(-0.05, 0.1) == pytest.approx(-0.5)
+    assert effect_ratio(0.05, 0.0) is None
+    assert delta_ri(0.33, 0.3, 0.44, 0.4) == pytest.approx(0.1 - 0.1)
+    assert delta_ri(0.36, 0.3, 0.44, 0.4) == pytest.approx(0.2 - 0.1)
+    assert delta_ri(0.3, 0.0, 0.4, 0.3) is None
+
+
+def test_published_numbers_and_a_table_the_configuration_lacks(tmp_path):
+    system, baseline = _scores(8, 30, 0.05)
+    verdict = _judge(tmp_path, system, baseline, published={"system": 0.6, "baseline": 0.5})
+    assert verdict.paper_effect == pytest.approx(0.1)
+    assert verdict.effect_ratio == pytest.approx(verdict.effect / 0.1)
+    claims = load_claims(_claims_file(tmp_path, [_claim(configuration="--configfile x.yaml")]))
+    missing = judge(claims, {}, {})[0]
+    assert missing.verdict == NOT_HERE and "--configfile x.yaml" in missing.reason
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"direction": "better"}, "direction must be greater or less, got 'better'"),
+        ({"alpha": 0}, "alpha must lie strictly between 0 and 1, got 0"),
+        ({"alpha": 1.5}, "alpha must lie strictly between 0 and 1, got 1.5"),
+        ({"test": "wilcoxon"}, "test must be one of"),
+        ({"colour": "red"}, "unknown key(s) ['colour']"),
+        ({"system": ""}, "'system' must be a non-empty string"),
+        ({"published": {"system": "high"}}, "'published' maps system and/or baseline"),
+    ],
+)
+def test_a_malformed_claim_is_one_line_naming_file_and_claim(tmp_path, change, message):
+    path = _claims_file(tmp_path, [_claim(**change)])
+    with pytest.raises(ConfigError) as error:
+        load_claims(path)
+    assert str(error.value).startswith(f"{path}: claim a-beats-b: ") and message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"table": "nowhere"}, "table 'nowhere' is not built by this configuration"),
+        ({"system": "Z"}, "system 'Z' is not a row of table t"),
+        ({"baseline": "paper B"}, "baseline 'paper B' is a published-only row of table t"),
+        ({"column": "P@5"}, "column 'P@5' is not a column of table t"),
+        ({"paper_rows": {"system": "paper Z"}}, "paper_rows.system 'paper Z' is not a row"),
+    ],
+)
+def test_a_claim_naming_what_the_configuration_lacks_is_refused(tmp_path, change, message):
+    path = _claims_file(tmp_path, [_claim(**change)])
+    with pytest.raises(ConfigError) as error:
+        check_claims(load_claims(path), {"t": TABLE})
+    assert str(error.value).startswith(f"{path}: claim a-beats-b: ") and message in str(error.value)
+
+
+def test_a_repeated_claim_id_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="claim id 'a-beats-b' appears twice"):
+        load_claims(_claims_file(tmp_path, [_claim(), _claim()]))
+
+
+def test_the_configured_claims_name_rows_and_columns_the_default_tables_have():
+    from hybrid_ir.config import config_layers, merged_config, validate_config
+
+    config = merged_config(config_layers([REPO / "config.yaml"], {}))
+    validate_config(
+        config, REPO / "workflow" / "schemas" / "config.schema.yaml", require_pins=False
+    )
+    papers = claims_module.claims_by_paper(config["claims"], config["tables"])
+    assert sorted(papers) == ["000", "001", "002", "003", "004"]
+    assert all(claim.table in config["tables"] or claim.configuration
+               for paper in papers.values() for claim in paper.claims)  # fmt: skip
+
+
+def test_files_are_written_whole_and_the_cli_prints_them(tmp_path, capsys):
+    system, baseline = _scores(9, 20, 0.1)
+    path = _claims_file(tmp_path, [_claim()], title="A paper")
+    table = tmp_path / "t.per_query.tsv"
+    table.write_text(
+        "run\tcolumn\ttopic\tvalue\n"
+        + "".join(f"{row}\tnDCG@10\t{t}\t{float(s[t])!r}\n"
+                  for row, s in (("A", system), ("B", baseline)) for t in s),
+        encoding="utf-8",
+    )  # fmt: skip
+    csv = tmp_path / "t.csv"
+    csv.write_text(
+        "block,run,column,value,marker,p_value,published,difference,reference\n"
+        ",A,nDCG@10,0.5,,,0.6,,false\n,B,nDCG@10,0.4,,,0.4,,true\n",
+        encoding="utf-8",
+    )
+    verdicts = claims_module.judge_files(path, {"t": (table, csv)})
+    assert verdicts[0].paper_effect == pytest.approx(0.2)
+    results = tmp_path / "results"
+    write_verdicts(path, verdicts, results / "claims/paper009.json", results / "claims/paper009.md")
+    document = json.loads((results / "claims/paper009.json").read_text())
+    assert document["verdicts"][0]["verdict"] == SUPPORTED
+    assert "| a-beats-b | supported |" in (results / "claims/paper009.md").read_text()
+    assert main(["claims", "--results", str(results)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("Paper 009: A paper") and "a-beats-b" in text and "supported" in text
+    assert main(["claims", "--results", str(results), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["paper"] == "009"
+    assert main(["claims", "--results", str(tmp_path / "none")]) == 1
+    assert "no judged claims" in capsys.readouterr().err
+    assert not math.isnan(document["verdicts"][0]["effect"])

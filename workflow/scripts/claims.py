@@ -1,0 +1,25 @@
+"""Snakemake adapter: a paper's claims judged on the per-topic scores of the tables they
+compare (JSON, Markdown and the report's page)."""
+
+from hybrid_ir.claims import judge_files, write_verdicts
+from hybrid_ir.formats import atomic_output
+from hybrid_ir.logged import run_step
+from hybrid_ir.report import table_page
+
+
+def main():
+    inputs = dict(snakemake.input.items())
+    tables = {
+        key.removeprefix("csv_"): (inputs[f"per_query_{key.removeprefix('csv_')}"], path)
+        for key, path in inputs.items()
+        if key.startswith("csv_")
+    }
+    verdicts = judge_files(inputs["claims"], tables)
+    write_verdicts(inputs["claims"], verdicts, snakemake.output.json, snakemake.output.markdown)
+    with open(snakemake.output.markdown, encoding="utf-8") as handle:
+        page = table_page(handle.read())
+    with atomic_output(snakemake.output.html) as out:
+        out.write(page)
+
+
+run_step(snakemake, main)
