@@ -236,7 +236,8 @@ def test_files_are_written_whole_and_the_cli_prints_them(tmp_path, capsys):
         ",A,nDCG@10,0.5,,,0.6,,false\n,B,nDCG@10,0.4,,,0.4,,true\n",
         encoding="utf-8",
     )
-    verdicts = claims_module.judge_files(path, {"t": (table, csv)})
+    verdicts, reproductions = claims_module.judge_files(path, {"t": (table, csv)})
+    assert reproductions == []
     assert verdicts[0].paper_effect == pytest.approx(0.2)
     results = tmp_path / "results"
     write_verdicts(path, verdicts, results / "claims/paper009.json", results / "claims/paper009.md")
@@ -251,3 +252,61 @@ def test_files_are_written_whole_and_the_cli_prints_them(tmp_path, capsys):
     assert main(["claims", "--results", str(tmp_path / "none")]) == 1
     assert "no judged claims" in capsys.readouterr().err
     assert not math.isnan(document["verdicts"][0]["effect"])
+
+
+def test_rmse_kendall_tau_and_rbo_follow_their_definitions():
+    from hybrid_ir.claims import kendall_tau_union, rank_biased_overlap, rmse
+
+    assert rmse({"a": 0.5, "b": 0.2, "c": 9}, {"a": 0.2, "b": 0.6}) == pytest.approx(
+        math.sqrt((0.3**2 + 0.4**2) / 2)
+    )
+    assert rmse({"a": 1.0}, {"b": 1.0}) is None
+    assert kendall_tau_union(list("abcd"), list("abcd")) == pytest.approx(1.0)
+    assert kendall_tau_union(list("abcd"), list("dcba")) == pytest.approx(-1.0)
+    # Over the union {a, b, c, x}: x is last (tied with nothing) in the first ranking and b,
+    # missing from the second, is last there; tau-b of (0, 1, 2, 3) and (0, 3, 1, 2).
+    from scipy.stats import kendalltau
+
+    expected = kendalltau([0, 1, 2, 3], [0, 3, 1, 2]).statistic
+    assert kendall_tau_union(list("abc"), list("acx")) == pytest.approx(expected)
+    assert kendall_tau_union(["a"], ["a"]) is None
+    p = 0.9
+    assert rank_biased_overlap(list("abcdefghij"), list("abcdefghij"), p) == pytest.approx(1.0)
+    assert rank_biased_overlap(list("abc"), list("xyz"), p) == 0.0
+    # Eq. 32 by hand for S = (a, b, c), L = (b, a, d): X_1 = 0, X_2 = 2, X_3 = 2.
+    by_hand = 2 / 3 * p**3 + (1 - p) / p * (0 / 1 * p + 2 / 2 * p**2 + 2 / 3 * p**3)
+    assert rank_biased_overlap(list("abc"), list("bad"), p) == pytest.approx(by_hand)
+
+
+def test_a_reproduction_compares_two_run_files_and_is_refused_without_them(tmp_path):
+    from hybrid_ir.claims import compare_reproduction, reproduction_runs
+
+    reproduction = {"id": "r", "what": "A again.", "where": "Table 9", "table": "t",
+                    "column": "nDCG@10", "original": "A", "reproduced": "B",
+                    "depth": 3}  # fmt: skip
+    path = tmp_path / "paper009.yaml"
+    path.write_text(yaml.safe_dump({"paper": "009", "claims": [], "reproductions": [reproduction]}))
+    table = {**TABLE, "collection": "c", "topics": "q"}
+    loaded = load_claims(path).reproductions[0]
+    assert reproduction_runs(loaded, {"t": table}) == {
+        "original": ("c", "q", "a"), "reproduced": ("c", "q", "b")
+    }  # fmt: skip
+    runs = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}}, {"q1": {"d1": 3.0, "d3": 2.0, "d2": 1.0}}
+    scores = {("A", "nDCG@10"): {"q1": 0.5}, ("B", "nDCG@10"): {"q1": 0.4}}
+    result = compare_reproduction(loaded, scores, *runs)
+    assert result["rmse"] == pytest.approx(0.1) and result["topics"] == 1
+    assert result["kendall_tau"] == pytest.approx(1 / 3)
+    crossval = {**table, "blocks": [{"rows": [{"label": "A", "crossval": "x"},
+                                              {"label": "B", "run": "b"}]}]}  # fmt: skip
+    with pytest.raises(ConfigError, match="reproduction r: original 'A' has no run file"):
+        reproduction_runs(loaded, {"t": crossval}, str(path))
+    refused = [
+        ({"depth": 0}, "depth must be a positive integer"),
+        ({"persistence": 1}, "persistence must lie strictly between 0 and 1"),
+        ({"original": ""}, "'original' must be a non-empty string"),
+    ]
+    for change, message in refused:
+        entries = [{**reproduction, **change}]
+        path.write_text(yaml.safe_dump({"paper": "009", "claims": [], "reproductions": entries}))
+        with pytest.raises(ConfigError, match=message):
+            load_claims(path)

@@ -61,7 +61,22 @@ _CLAIM_KEYS = {
     "id", "claim", "where", "table", "column", "system", "baseline", "direction", "test",
     "alpha", "paper_rows", "published", "configuration", "note",
 }  # fmt: skip
-_FILE_KEYS = {"paper", "title", "alpha", "test", "correction", "claims"}
+_FILE_KEYS = {"paper", "title", "alpha", "test", "correction", "claims", "reproductions"}
+_REPRODUCTION_KEYS = {
+    "id",
+    "what",
+    "where",
+    "table",
+    "column",
+    "original",
+    "reproduced",
+    "depth",
+    "persistence",
+}
+RBO_PERSISTENCE = 0.9
+"""RBO's p by default: the top 10 carry about 86 % of the weight (Webber et al. 2010)."""
+DEPTH = 10
+"""How many documents of each run Kendall's tau and RBO compare per topic by default."""
 
 
 @dataclass(frozen=True)
@@ -85,14 +100,33 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Reproduction:
+    """A run of the paper's authors (``original``) beside this workflow's reproduction of it
+    (``reproduced``): two rows of one table with run files, compared per topic in ``column``
+    (RMSE) and by ranking (Kendall's tau, RBO) down to ``depth``."""
+
+    id: str
+    what: str
+    where: str
+    table: str
+    column: str
+    original: str
+    reproduced: str
+    depth: int = DEPTH
+    persistence: float = RBO_PERSISTENCE
+
+
+@dataclass(frozen=True)
 class PaperClaims:
-    """A paper's claims file: its claims and how their p-values are corrected together."""
+    """A paper's claims file: its claims and how their p-values are corrected together, and
+    its original runs beside their reproductions."""
 
     paper: str
     title: str
     correction: str
     claims: tuple[Claim, ...]
     source: str
+    reproductions: tuple[Reproduction, ...] = ()
 
 
 def load_claims(path: str | Path) -> PaperClaims:
@@ -126,9 +160,41 @@ def load_claims(path: str | Path) -> PaperClaims:
             raise ConfigError(f"{path}: claim id {claim.id!r} appears twice")
         seen.add(claim.id)
         claims.append(claim)
+    reproductions = [
+        _reproduction(path, position, entry or {})
+        for position, entry in enumerate(data.get("reproductions") or [], start=1)
+    ]
     return PaperClaims(
-        str(data["paper"]), str(data.get("title", "")), correction, tuple(claims), str(path)
+        str(data["paper"]),
+        str(data.get("title", "")),
+        correction,
+        tuple(claims),
+        str(path),
+        tuple(reproductions),
     )
+
+
+def _reproduction(path: Path, position: int, entry: Mapping) -> Reproduction:
+    name = f"{path}: reproduction {entry.get('id', f'#{position}')!s}"
+    unknown = sorted(set(entry) - _REPRODUCTION_KEYS)
+    if unknown:
+        raise ConfigError(f"{name}: unknown key(s) {unknown}; known: {sorted(_REPRODUCTION_KEYS)}")
+    for key in ("id", "what", "where", "table", "column", "original", "reproduced"):
+        if not isinstance(entry.get(key), str) or not entry[key]:
+            raise ConfigError(f"{name}: '{key}' must be a non-empty string")
+    depth = entry.get("depth", DEPTH)
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ConfigError(f"{name}: depth must be a positive integer, got {depth!r}")
+    persistence = entry.get("persistence", RBO_PERSISTENCE)
+    if (
+        isinstance(persistence, bool)
+        or not isinstance(persistence, int | float)
+        or not (0 < persistence < 1)
+    ):
+        raise ConfigError(
+            f"{name}: persistence must lie strictly between 0 and 1, got {persistence!r}"
+        )
+    return Reproduction(**{**entry, "persistence": float(persistence)})
 
 
 def _claim(path: Path, position: int, entry: Mapping) -> Claim:
@@ -206,6 +272,53 @@ def check_claims(claims: PaperClaims, tables: Mapping[str, Mapping]) -> None:
                 f"{name}: column {claim.column!r} is not a column of table {claim.table} "
                 f"(its columns: {sorted(columns)})"
             )
+    for reproduction in claims.reproductions:
+        reproduction_runs(reproduction, tables, claims.source)
+
+
+def reproduction_runs(
+    reproduction: Reproduction, tables: Mapping[str, Mapping], source: str = "claims"
+) -> dict[str, tuple[str, str, str]]:
+    """``original`` and ``reproduced`` -> (collection, topics, run) of the two rows' run
+    files in the reproduction's column group; a ConfigError names what the table lacks."""
+    from hybrid_ir.tables import column_key, row_sources, table_groups
+
+    name = f"{source}: reproduction {reproduction.id}"
+    if reproduction.table not in tables:
+        raise ConfigError(
+            f"{name}: table {reproduction.table!r} is not built by this configuration"
+        )
+    spec = tables[reproduction.table]
+    groups = table_groups(spec)
+    group = next(
+        (
+            g
+            for g in groups
+            for c in g["columns"]
+            if column_key(g["name"], c) == reproduction.column
+        ),
+        None,
+    )
+    if group is None:
+        raise ConfigError(
+            f"{name}: column {reproduction.column!r} is not a column of table {reproduction.table}"
+        )
+    rows = {row["label"]: row for block in spec["blocks"] for row in block["rows"]}
+    found = {}
+    for key in ("original", "reproduced"):
+        label = getattr(reproduction, key)
+        if label not in rows:
+            raise ConfigError(f"{name}: {key} {label!r} is not a row of table {reproduction.table}")
+        kind, run = row_sources(rows[label], [g["name"] for g in groups]).get(
+            group["name"], (None, None)
+        )
+        if kind != "run" or run is None:
+            raise ConfigError(
+                f"{name}: {key} {label!r} has no run file in table {reproduction.table} (a "
+                "cross-validated or published-only row): rankings cannot be compared"
+            )
+        found[key] = (group["collection"], group["topics"], run)
+    return found
 
 
 # -- the verdict -----------------------------------------------------------------------------
@@ -443,6 +556,98 @@ def _verdict(claim, built, effect, p_adjusted, published, correction_name) -> Ve
     )
 
 
+# -- original runs beside their reproductions ------------------------------------------------
+
+
+def rmse(original: Mapping[str, float], reproduced: Mapping[str, float]) -> float | None:
+    """Root mean square of the per-topic differences over the topics both have (Breuer et
+    al. 2020's per-topic RMSE); None without a shared topic."""
+    topics = original.keys() & reproduced.keys()
+    if not topics:
+        return None
+    return math.sqrt(sum((original[t] - reproduced[t]) ** 2 for t in topics) / len(topics))
+
+
+def kendall_tau_union(original: Sequence[str], reproduced: Sequence[str]) -> float | None:
+    """Kendall's tau-b between two rankings over the union of their documents, each ranking
+    placing the documents it lacks after its own, tied (repro_eval's KTU compares the union
+    too); None when a ranking orders nothing (fewer than two documents, or all tied)."""
+    from scipy.stats import kendalltau
+
+    union = sorted(set(original) | set(reproduced))
+    if len(union) < 2:
+        return None
+    positions = []
+    for ranking in (original, reproduced):
+        rank = {doc: index for index, doc in enumerate(ranking)}
+        positions.append([rank.get(doc, len(ranking)) for doc in union])
+    tau = kendalltau(*positions).statistic
+    return None if math.isnan(tau) else float(tau)
+
+
+def rank_biased_overlap(
+    original: Sequence[str], reproduced: Sequence[str], persistence: float = RBO_PERSISTENCE
+) -> float:
+    """Extrapolated RBO of two rankings cut at the same depth k (Webber, Moffat and Zobel
+    2010, Eq. 32): ``X_k/k * p^k + (1-p)/p * sum_{d<=k} X_d/d * p^d`` with ``X_d`` the
+    overlap of the two top-d lists; 1 for identical lists, 0 for disjoint ones."""
+    depth = max(len(original), len(reproduced))
+    if depth == 0:
+        return 1.0
+    seen_original: set[str] = set()
+    seen_reproduced: set[str] = set()
+    overlap, total = 0, 0.0
+    for d in range(1, depth + 1):
+        left = original[d - 1] if d <= len(original) else None
+        right = reproduced[d - 1] if d <= len(reproduced) else None
+        if left is not None and left == right:
+            overlap += 1
+        else:
+            overlap += (left in seen_reproduced) + (right in seen_original)
+        if left is not None:
+            seen_original.add(left)
+        if right is not None:
+            seen_reproduced.add(right)
+        total += overlap / d * persistence**d
+    return overlap / depth * persistence**depth + (1 - persistence) / persistence * total
+
+
+def compare_reproduction(
+    reproduction: Reproduction,
+    scores: Mapping[tuple[str, str], Mapping[str, float]],
+    original_run: Mapping[str, Mapping[str, float]],
+    reproduced_run: Mapping[str, Mapping[str, float]],
+) -> dict:
+    """RMSE of the per-topic scores in the reproduction's column, and Kendall's tau and RBO of
+    the two runs' top ``depth`` per topic, averaged over the topics both runs answer."""
+    from hybrid_ir.runs import topic_sort_key
+
+    original_scores = scores.get((reproduction.original, reproduction.column), {})
+    reproduced_scores = scores.get((reproduction.reproduced, reproduction.column), {})
+    topics = sorted(original_run.keys() & reproduced_run.keys(), key=topic_sort_key)
+    taus, overlaps = [], []
+    for topic in topics:
+        left = list(original_run[topic])[: reproduction.depth]
+        right = list(reproduced_run[topic])[: reproduction.depth]
+        tau = kendall_tau_union(left, right)
+        if tau is not None:
+            taus.append(tau)
+        overlaps.append(rank_biased_overlap(left, right, reproduction.persistence))
+    return {
+        **asdict(reproduction),
+        "topics": len(topics),
+        "rmse": rmse(original_scores, reproduced_scores),
+        "kendall_tau": float(np.mean(taus)) if taus else None,
+        "rbo": float(np.mean(overlaps)) if overlaps else None,
+        "original_mean": float(np.mean(list(original_scores.values())))
+        if original_scores
+        else None,
+        "reproduced_mean": float(np.mean(list(reproduced_scores.values())))
+        if reproduced_scores
+        else None,
+    }
+
+
 # -- the tables' files -----------------------------------------------------------------------
 
 
@@ -464,17 +669,41 @@ def read_table_scores(
     return scores, published
 
 
-def judge_files(claims_path: str | Path, tables: Mapping[str, tuple[str, str]]) -> list[Verdict]:
-    """:func:`judge` on the files of the tables built here (name -> (per_query.tsv, csv))."""
+def judge_files(
+    claims_path: str | Path,
+    tables: Mapping[str, tuple[str | Path, str | Path]],
+    runs: Mapping[str, Mapping[str, str | Path]] | None = None,
+) -> tuple[list[Verdict], list[dict]]:
+    """:func:`judge` on the files of the tables built here (name -> (per_query.tsv, csv)),
+    and each reproduction compared from its two run files (id -> original/reproduced -> path)."""
+    from hybrid_ir.runs import read_run
+
     claims = load_claims(claims_path)
     per_query, published = {}, {}
     for name, (per_query_path, csv_path) in tables.items():
         per_query[name], published[name] = read_table_scores(per_query_path, csv_path)
-    return judge(claims, per_query, published)
+    compared = []
+    for reproduction in claims.reproductions:
+        files = (runs or {}).get(reproduction.id)
+        if files is None or reproduction.table not in per_query:
+            continue
+        compared.append(
+            compare_reproduction(
+                reproduction,
+                per_query[reproduction.table],
+                read_run(files["original"]),
+                read_run(files["reproduced"]),
+            )
+        )
+    return judge(claims, per_query, published), compared
 
 
 def write_verdicts(
-    claims_path: str | Path, verdicts: Sequence[Verdict], json_path: str | Path, md_path: str | Path
+    claims_path: str | Path,
+    verdicts: Sequence[Verdict],
+    json_path: str | Path,
+    md_path: str | Path,
+    reproductions: Sequence[Mapping] = (),
 ) -> None:
     claims = load_claims(claims_path)
     document = {
@@ -482,6 +711,7 @@ def write_verdicts(
         "title": claims.title,
         "correction": claims.correction,
         "verdicts": [asdict(verdict) for verdict in verdicts],
+        "reproductions": list(reproductions),
     }
     with atomic_output(json_path) as handle:
         json.dump(document, handle, indent=1, allow_nan=False)
@@ -544,6 +774,28 @@ def render_markdown(document: Mapping) -> str:
         "deviation); Effect Ratio: this effect over the paper's; ΔRI: this relative "
         "improvement minus the paper's (Breuer et al., SIGIR 2020).",
     ]
+    if document.get("reproductions"):
+        lines += ["", "## Original runs beside their reproductions", ""]
+        lines += [
+            "| reproduction | column | original | reproduced | RMSE | Kendall's tau | RBO | n |"
+        ]
+        lines += ["|---|---|---|---|---|---|---|---|"]
+        for item in document["reproductions"]:
+            lines.append(
+                f"| {item['id']} | {item['column']} | {_number(item['original_mean'])} | "
+                f"{_number(item['reproduced_mean'])} | {_number(item['rmse'])} | "
+                f"{_number(item['kendall_tau'])} | {_number(item['rbo'])} | {item['topics']} |"
+            )
+        lines += [""]
+        for item in document["reproductions"]:
+            lines.append(
+                f"- **{item['id']}** ({item['where']}): {item['what']} Original row "
+                f"{item['original']}, reproduced row {item['reproduced']} of {item['table']}; "
+                f"RMSE of the per-topic {item['column']}, and Kendall's tau (over the union of "
+                f"both top {item['depth']}) and RBO (p = {item['persistence']:g}, extrapolated, "
+                f"top {item['depth']}) averaged over the topics both runs answer."
+            )
+        lines += ["", "## The claims", ""]
     for verdict in document["verdicts"]:
         direction = ">" if verdict["direction"] == "greater" else "<"
         lines.append(

@@ -662,6 +662,15 @@ def largest_gain_notes(
     return notes
 
 
+def claims_notes(claims: Mapping[str, Sequence[str]]) -> list[str]:
+    """Where the claims tested on this table are judged: paper -> claim ids."""
+    return [
+        f"Claims of paper {paper} tested on this table ({', '.join(ids)}): their verdicts, "
+        f"effects and p-values are in results/claims/paper{paper}.md (`hybrid-ir claims`)."
+        for paper, ids in sorted(claims.items())
+    ]
+
+
 def sweep_notes(reports: Mapping[str, Mapping]) -> list[str]:
     """One sentence per sweep: the selected value, by which measure, chosen on which topics."""
     notes = []

@@ -9,7 +9,7 @@ from snakemake.logging import logger
 from hybrid_ir import paths
 from hybrid_ir.code_digest import DigestCache
 from hybrid_ir.checks import checks_from_expected, evaluation_pairs, load_expected
-from hybrid_ir.claims import claims_by_paper
+from hybrid_ir.claims import claims_by_paper, reproduction_runs
 from hybrid_ir.config import (
     config_layers,
     config_warnings,
@@ -414,13 +414,29 @@ def crossval_report(name):
 
 
 def claims_inputs(paper):
-    """A paper's claims file and the CSV and per-topic scores of each table its claims compare
-    that this configuration builds."""
-    inputs = {"claims": CLAIMS[paper].source}
-    for table in sorted({claim.table for claim in CLAIMS[paper].claims} & set(TABLES)):
+    """A paper's claims file, the CSV and per-topic scores of each table its claims and
+    reproductions compare that this configuration builds, and each reproduction's two runs."""
+    claims = CLAIMS[paper]
+    inputs = {"claims": claims.source}
+    compared = {item.table for item in (*claims.claims, *claims.reproductions)}
+    for table in sorted(compared & set(TABLES)):
         inputs[f"csv_{table}"] = paths.result_table(table, "csv")
         inputs[f"per_query_{table}"] = paths.result_table(table, "per_query.tsv")
+    for reproduction in claims.reproductions:
+        runs = reproduction_runs(reproduction, TABLES, claims.source)
+        for role, (collection, topics, run) in runs.items():
+            inputs[f"{role}_{reproduction.id}"] = paths.run(collection, topics, run)
     return inputs
+
+
+def table_claims(name):
+    """The claims tested on a table, as ``paper -> [claim ids]``, for its notes."""
+    found = {}
+    for paper, claims in CLAIMS.items():
+        ids = [claim.id for claim in claims.claims if claim.table == name]
+        if ids:
+            found[paper] = ids
+    return found
 
 
 def claims_outputs(paper):

@@ -94,6 +94,7 @@ rule paper_table:
         code=code_version("paper_table"),
         name="{table}",
         spec=lambda w: TABLES[w.table],
+        claims=lambda w: table_claims(w.table),
     script:
         "../scripts/paper_table.py"
 

@@ -14,8 +14,19 @@ def main():
         for key, path in inputs.items()
         if key.startswith("csv_")
     }
-    verdicts = judge_files(inputs["claims"], tables)
-    write_verdicts(inputs["claims"], verdicts, snakemake.output.json, snakemake.output.markdown)
+    runs = {}
+    for key, path in inputs.items():
+        role, _, reproduction = key.partition("_")
+        if role in ("original", "reproduced"):
+            runs.setdefault(reproduction, {})[role] = path
+    verdicts, reproductions = judge_files(inputs["claims"], tables, runs)
+    write_verdicts(
+        inputs["claims"],
+        verdicts,
+        snakemake.output.json,
+        snakemake.output.markdown,
+        reproductions,
+    )
     with open(snakemake.output.markdown, encoding="utf-8") as handle:
         page = table_page(handle.read())
     with atomic_output(snakemake.output.html) as out:

@@ -8,6 +8,7 @@ from hybrid_ir.logged import run_step
 from hybrid_ir.provenance import identity
 from hybrid_ir.report import write_pages
 from hybrid_ir.tables import (
+    claims_notes,
     largest_gain_notes,
     overlap_notes,
     render_latex,
@@ -36,6 +37,7 @@ def main():
                 reports[name] = json.load(handle)
         notes = verdict_notes(spec, cells) + overlap_notes(spec) + sweep_notes(reports)
         notes += largest_gain_notes(spec, per_query)
+        notes += claims_notes(snakemake.params.claims)
         markdown = render_markdown(spec, cells, notes, footer)
         out.write(markdown)
     write_pages(markdown, snakemake.output.html, snakemake.output.notes)
