@@ -415,7 +415,8 @@ def crossval_report(name):
 
 def claims_inputs(paper):
     """A paper's claims file, the CSV and per-topic scores of each table its claims and
-    reproductions compare that this configuration builds, and each reproduction's two runs."""
+    reproductions compare that this configuration builds, and each reproduction's two runs.
+    """
     claims = CLAIMS[paper]
     inputs = {"claims": claims.source}
     compared = {item.table for item in (*claims.claims, *claims.reproductions)}
