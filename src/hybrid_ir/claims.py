@@ -176,12 +176,12 @@ def load_claims(path: str | Path) -> PaperClaims:
 
 def _reproduction(path: Path, position: int, entry: Mapping) -> Reproduction:
     name = f"{path}: reproduction {entry.get('id', f'#{position}')!s}"
-    unknown = sorted(set(entry) - _REPRODUCTION_KEYS)
-    if unknown:
-        raise ConfigError(f"{name}: unknown key(s) {unknown}; known: {sorted(_REPRODUCTION_KEYS)}")
-    for key in ("id", "what", "where", "table", "column", "original", "reproduced"):
-        if not isinstance(entry.get(key), str) or not entry[key]:
-            raise ConfigError(f"{name}: '{key}' must be a non-empty string")
+    _check_keys(
+        name,
+        entry,
+        _REPRODUCTION_KEYS,
+        ("id", "what", "where", "table", "column", "original", "reproduced"),
+    )
     depth = entry.get("depth", DEPTH)
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise ConfigError(f"{name}: depth must be a positive integer, got {depth!r}")
@@ -197,14 +197,21 @@ def _reproduction(path: Path, position: int, entry: Mapping) -> Reproduction:
     return Reproduction(**{**entry, "persistence": float(persistence)})
 
 
-def _claim(path: Path, position: int, entry: Mapping) -> Claim:
-    name = f"{path}: claim {entry.get('id', f'#{position}')!s}"
-    unknown = sorted(set(entry) - _CLAIM_KEYS)
+def _check_keys(name: str, entry: Mapping, known: set[str], required: Sequence[str]) -> None:
+    """An entry's keys are among ``known`` and each ``required`` one is a non-empty string."""
+    unknown = sorted(set(entry) - known)
     if unknown:
-        raise ConfigError(f"{name}: unknown key(s) {unknown}; known: {sorted(_CLAIM_KEYS)}")
-    for key in ("id", "claim", "where", "table", "column", "system", "baseline"):
+        raise ConfigError(f"{name}: unknown key(s) {unknown}; known: {sorted(known)}")
+    for key in required:
         if not isinstance(entry.get(key), str) or not entry[key]:
             raise ConfigError(f"{name}: '{key}' must be a non-empty string")
+
+
+def _claim(path: Path, position: int, entry: Mapping) -> Claim:
+    name = f"{path}: claim {entry.get('id', f'#{position}')!s}"
+    _check_keys(
+        name, entry, _CLAIM_KEYS, ("id", "claim", "where", "table", "column", "system", "baseline")
+    )
     direction = entry.get("direction", "greater")
     if direction not in DIRECTIONS:
         raise ConfigError(f"{name}: direction must be greater or less, got {direction!r}")
@@ -542,17 +549,10 @@ def _verdict(claim, built, effect, p_adjusted, published, correction_name) -> Ve
         **base,
         **paper,
         **measures,
+        **asdict(effect),
         verdict=verdict,
         reason=reason,
-        topics=effect.topics,
-        system_mean=effect.system_mean,
-        baseline_mean=effect.baseline_mean,
-        effect=effect.effect,
-        ci_low=effect.ci_low,
-        ci_high=effect.ci_high,
-        p=effect.p,
         p_adjusted=p_adjusted,
-        detectable_effect=effect.detectable_effect,
     )
 
 
