@@ -22,6 +22,9 @@ from hybrid_ir.neural.distributed import accumulation_steps
 from hybrid_ir.neural.encoders import ENCODERS
 from hybrid_ir.tables import row_sources, table_groups
 
+IN_CORPUS = "-in-corpus"
+"""Suffix of a pool-restricted qrels set: the judgments of documents the corpus holds."""
+
 
 def _location(error: jsonschema.ValidationError) -> str:
     return ".".join(str(part) for part in error.absolute_path) or "(top level)"
@@ -479,6 +482,11 @@ def _derive_defaults(config: dict) -> None:
     for section in ("tables", "figures"):
         for name, entry in config[section].items():
             entry.setdefault("title", name)
+    for collection in config["collections"].values():
+        restricted = collection.get("pool_restricted") and collection.get("corpus", True)
+        collection["restricted_qrels"] = {
+            f"{name}{IN_CORPUS}": name for name in (collection["qrels"] if restricted else [])
+        }
     for collection, retrievers in config["retrievers"].items():
         for retriever in retrievers.values():
             retriever.setdefault("depth", config["run_depth"])
@@ -757,10 +765,9 @@ def _check_collection_sets(config: dict, where: str, entry: dict) -> None:
     if collection is None:
         raise ConfigError(f"config: {where}: no collection {entry['collection']!r}")
     for kind in ("topics", "qrels"):
-        if kind in entry and entry[kind] not in collection[kind]:
-            raise ConfigError(
-                f"config: {where}.{kind}: {entry[kind]!r} is not one of {collection[kind]}"
-            )
+        known = [*collection[kind], *(collection["restricted_qrels"] if kind == "qrels" else [])]
+        if kind in entry and entry[kind] not in known:
+            raise ConfigError(f"config: {where}.{kind}: {entry[kind]!r} is not one of {known}")
 
 
 def _check_runs_and_tables(config: dict) -> None:

@@ -560,7 +560,13 @@ wildcard_constraints:
     collection=alternatives(COLLECTIONS),
     layout=alternatives(LAYOUTS),
     topics=alternatives({s for c in COLLECTIONS.values() for s in c["topics"]}),
-    qrels=alternatives({s for c in COLLECTIONS.values() for s in c["qrels"]}),
+    qrels=alternatives(
+        {
+            s
+            for c in COLLECTIONS.values()
+            for s in (*c["qrels"], *c["restricted_qrels"])
+        }
+    ),
     crossval=alternatives(CROSSVAL),
     sweep=alternatives(SWEEPS),
     figure=alternatives(FIGURES),

@@ -21,6 +21,31 @@ rule fetch_raw:
         "../scripts/fetch_raw.py"
 
 
+rule restrict_qrels:
+    input:
+        qrels=lambda w: paths.qrels(
+            w.collection, COLLECTIONS[w.collection]["restricted_qrels"][w.restricted]
+        ),
+        corpus=lambda w: paths.corpus(w.collection),
+    output:
+        paths.qrels("{collection}", "{restricted}"),
+    log:
+        paths.log("qrels", "{collection}/{restricted}"),
+    wildcard_constraints:
+        restricted=alternatives(
+            {name for c in COLLECTIONS.values() for name in c["restricted_qrels"]}
+        ),
+    conda:
+        CONDA_ENV
+    threads: rule_threads("restrict_qrels")
+    resources:
+        **rule_resources("restrict_qrels"),
+    params:
+        code=code_version("restrict_qrels"),
+    script:
+        "../scripts/restrict_qrels.py"
+
+
 rule fetch_hub_model:
     output:
         directory(hub_cache_dir("{hub_model}", "{revision}")),

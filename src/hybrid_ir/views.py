@@ -1,0 +1,60 @@
+"""Evaluation views of a sampled collection: the official judgments, and the pool-restricted
+view that keeps only the judgments of documents the corpus holds.
+
+On a sample (paper 000's 3,395-answer ARQMath thread sample holds 230 of ARQMath-2's 1,961
+answers judged relevant), the official qrels count every relevant document of the full
+collection: the ideal DCG of nDCG', recall and MAP's denominator include documents no system
+here can retrieve, so those scores are bounded far below 1 and not comparable with a paper's
+on the full collection. The restricted view removes the absent documents from the judgments,
+so a measure asks how well a system ranks what the sample holds. Measures that ignore
+unretrieved relevant documents (P'@10, whose unjudged documents are removed either way) do not
+change. The official view is the paper's definition and the one the expected scores pin.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hybrid_ir.errors import InputFormatError
+from hybrid_ir.evaluate import Qrels, load_qrels
+from hybrid_ir.formats import Judgment, read_records, write_qrels
+from hybrid_ir.runs import topic_sort_key
+
+
+def restrict_qrels(qrels: Qrels, doc_ids: set[str]) -> Qrels:
+    """The judgments of documents in ``doc_ids``; a topic left without any is dropped (it has
+    nothing to rank in this view, as trec_eval skips a topic without judgments)."""
+    restricted = {
+        topic: {doc: grade for doc, grade in judged.items() if doc in doc_ids}
+        for topic, judged in qrels.items()
+    }
+    return {topic: judged for topic, judged in restricted.items() if judged}
+
+
+def write_restricted_qrels(
+    qrels_path: str | Path, corpus_path: str | Path, output: str | Path
+) -> dict[str, int]:
+    """Write the pool-restricted view of ``qrels_path`` for the corpus at ``corpus_path``;
+    returns the counts of judgments and topics kept and dropped, for the log."""
+    qrels = load_qrels(qrels_path)
+    doc_ids = {str(record["id"]) for record in read_records(corpus_path)}
+    restricted = restrict_qrels(qrels, doc_ids)
+    judgments = [
+        Judgment(topic, doc, grade)
+        for topic in sorted(restricted, key=topic_sort_key)
+        for doc, grade in sorted(restricted[topic].items())
+    ]
+    if not judgments:
+        raise InputFormatError(
+            qrels_path,
+            None,
+            f"no judged document is in the corpus {corpus_path}: the pool-restricted view "
+            "would be empty",
+        )
+    write_qrels(output, judgments)
+    return {
+        "judgments": sum(len(judged) for judged in qrels.values()),
+        "kept": len(judgments),
+        "topics": len(qrels),
+        "topics_kept": len(restricted),
+    }
