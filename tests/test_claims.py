@@ -310,3 +310,26 @@ def test_a_reproduction_compares_two_run_files_and_is_refused_without_them(tmp_p
         path.write_text(yaml.safe_dump({"paper": "009", "claims": [], "reproductions": entries}))
         with pytest.raises(ConfigError, match=message):
             load_claims(path)
+
+
+def test_rmse_does_not_depend_on_the_process_string_hashing():
+    import os
+    import subprocess
+    import sys
+
+    program = (
+        "import random; from hybrid_ir.claims import rmse; r = random.Random(3); "
+        "a = {f't{i}': r.random() for i in range(500)}; b = {t: r.random() for t in a}; "
+        "print(repr(rmse(a, b)))"
+    )
+    printed = {
+        subprocess.run(
+            [sys.executable, "-c", program],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3", "4")
+    }
+    assert len(printed) == 1

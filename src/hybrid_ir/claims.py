@@ -562,7 +562,9 @@ def _verdict(claim, built, effect, p_adjusted, published, correction_name) -> Ve
 def rmse(original: Mapping[str, float], reproduced: Mapping[str, float]) -> float | None:
     """Root mean square of the per-topic differences over the topics both have (Breuer et
     al. 2020's per-topic RMSE); None without a shared topic."""
-    topics = original.keys() & reproduced.keys()
+    # Sorted: a set's order follows the process's string hashing, and so would the last bit
+    # of the sum.
+    topics = sorted(original.keys() & reproduced.keys())
     if not topics:
         return None
     return math.sqrt(sum((original[t] - reproduced[t]) ** 2 for t in topics) / len(topics))
