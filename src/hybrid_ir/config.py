@@ -479,7 +479,7 @@ def _derive_defaults(config: dict) -> None:
     """Defaults that are other settings' values, so the schema cannot hold them: the run
     depth, the seed, a qrels set named as its topic set, triplet passages as documents, a
     table's or figure's name as its title."""
-    for section in ("tables", "figures"):
+    for section in ("tables", "figures", "parameter_tables"):
         for name, entry in config[section].items():
             entry.setdefault("title", name)
     for collection in config["collections"].values():
@@ -487,11 +487,20 @@ def _derive_defaults(config: dict) -> None:
         collection["restricted_qrels"] = {
             f"{name}{IN_CORPUS}": name for name in (collection["qrels"] if restricted else [])
         }
+        collection["language_qrels"] = {
+            f"{name}-{language}": {"qrels": name, "language": language}
+            for name in collection["qrels"]
+            for language in collection.get("languages", [])
+        }
     for collection, retrievers in config["retrievers"].items():
         for retriever in retrievers.values():
             retriever.setdefault("depth", config["run_depth"])
             sets = config["collections"].get(collection, {}).get("topics", [])
             retriever.setdefault("topics", list(sets))
+            languages = config["collections"].get(collection, {}).get("languages")
+            if languages:
+                retriever["languages"] = list(languages)
+                retriever.setdefault("search", "language")
     for collection, entries in config["structure"].items():
         for entry in entries.values():
             entry.setdefault("depth", config["run_depth"])
@@ -759,13 +768,18 @@ def _check_run(config: dict, where: str, collection: str, topics: str, name: str
         )
 
 
+def qrels_views(collection: Mapping) -> list[str]:
+    """The derived qrels sets of a configured collection: pool-restricted and per-language."""
+    return [*collection["restricted_qrels"], *collection["language_qrels"]]
+
+
 def _check_collection_sets(config: dict, where: str, entry: dict) -> None:
     """The entry's collection exists and has the entry's topic (and qrels) set."""
     collection = config["collections"].get(entry["collection"])
     if collection is None:
         raise ConfigError(f"config: {where}: no collection {entry['collection']!r}")
     for kind in ("topics", "qrels"):
-        known = [*collection[kind], *(collection["restricted_qrels"] if kind == "qrels" else [])]
+        known = [*collection[kind], *(qrels_views(collection) if kind == "qrels" else [])]
         if kind in entry and entry[kind] not in known:
             raise ConfigError(f"config: {where}.{kind}: {entry[kind]!r} is not one of {known}")
 
@@ -816,6 +830,11 @@ def _check_runs_and_tables(config: dict) -> None:
             _check_run(config, where, entry["collection"], entry["topics"], entry[role])
     for name, entry in config.get("sweeps", {}).items():
         _check_collection_sets(config, f"sweeps.{name}", entry)
+        if entry["by_language"] and not config["collections"][entry["collection"]].get("languages"):
+            raise ConfigError(
+                f"config: sweeps.{name}.by_language: collection {entry['collection']!r} has no "
+                "languages"
+            )
         for run in entry["runs"]:
             _check_run(config, f"sweeps.{name}.runs", entry["collection"], entry["topics"], run)
             if "select_on" in entry:
@@ -823,6 +842,26 @@ def _check_runs_and_tables(config: dict) -> None:
                 _check_collection_sets(config, f"sweeps.{name}.select_on", split)
                 where = f"sweeps.{name}.select_on"
                 _check_run(config, where, entry["collection"], split["topics"], run)
+    for name, table in config.get("parameter_tables", {}).items():
+        where = f"parameter_tables.{name}"
+        sweep = config["sweeps"].get(table["sweep"])
+        if sweep is None or not sweep["by_language"]:
+            raise ConfigError(f"config: {where}.sweep: {table['sweep']!r} is no by_language sweep")
+        if name in config["tables"]:
+            raise ConfigError(f"config: {where}: a table of the same name is configured")
+        if "tuned_run" in table:
+            tuned = table["tuned_run"]
+            _check_collection_sets(config, f"{where}.tuned_run", tuned)
+            retriever = config["retrievers"].get(tuned["collection"], {}).get(tuned["run"])
+            if (
+                retriever is None
+                or "tune" not in retriever
+                or tuned["topics"] not in retriever["topics"]
+            ):
+                raise ConfigError(
+                    f"config: {where}.tuned_run: {tuned['run']!r} is no tuned retriever of "
+                    f"{tuned['collection']}/{tuned['topics']}"
+                )
     for name, figure in config.get("figures", {}).items():
         if figure["kind"] == "collection_stats":
             for label, dataset in figure["datasets"].items():
@@ -908,9 +947,35 @@ def _collection_problems(config: dict) -> tuple[list[str], list[str]]:
     errors, warnings = [], []
     for name, collection in config["collections"].items():
         found = source_problems(f"collections.{name}", collection)
-        errors += found[0]
+        errors += found[0] + _language_problems(f"collections.{name}", collection)
         warnings += found[1]
     return errors, warnings
+
+
+def _language_problems(where: str, collection: Mapping) -> list[str]:
+    """A collection with languages: a reader that reads them, and per-language qrels views
+    (``<qrels set>-<language>``) whose topic sets exist and whose names are free."""
+    from hybrid_ir.collections import reader_options
+
+    if not collection.get("languages") and not collection.get("fields"):
+        return []
+    if "languages" not in reader_options(collection["reader"], {"languages": ()}):
+        return [f"{where}: reader {collection['reader']!r} reads no languages or fields"]
+    if not collection.get("languages"):
+        return [f"{where}.languages: the collection's reader needs its languages"]
+    errors = [
+        f"{where}.qrels: {name!r} has no topic set of the same name, which its per-language "
+        "views need for the queries' languages"
+        for name in collection["qrels"]
+        if name not in collection["topics"]
+    ]
+    taken = set(collection["topics"]) | set(collection["qrels"])
+    errors += [
+        f"{where}: the per-language view {view!r} has the name of a listed set"
+        for view in collection["language_qrels"]
+        if view in taken
+    ]
+    return errors
 
 
 def config_warnings(config: dict) -> list[str]:

@@ -35,6 +35,8 @@ class Request:
     tune_topics: Path | None = None
     tune_qrels: Path | None = None
     threads: int | None = None
+    languages: Sequence[str] | None = None
+    scope: str = "language"
 
 
 def request_from(entry: Mapping[str, Any], files: Mapping[str, Any], threads: int) -> Request:
@@ -55,6 +57,8 @@ def request_from(entry: Mapping[str, Any], files: Mapping[str, Any], threads: in
         tune_topics=files.get("tune_topics"),
         tune_qrels=files.get("tune_qrels"),
         threads=threads,
+        languages=entry.get("languages"),
+        scope=entry.get("search", "language"),
     )
 
 
@@ -82,9 +86,44 @@ def tfidf_cosine(request: Request) -> tuple[Run, dict]:
     return _fit_and_search(TfidfCosine(analyzer=analyzer, **request.params), request)
 
 
+def _multilingual(model: str, request: Request) -> tuple[Run, dict]:
+    """Paper 002 per language (:mod:`hybrid_ir.multilingual`): a collection with languages."""
+    from hybrid_ir.evaluate import load_qrels
+    from hybrid_ir.multilingual import Tuning, search
+
+    tuning = None
+    if request.tune:
+        if request.tune_topics is None or request.tune_qrels is None:
+            raise ConfigError("sparse_bm25 tuning needs development topics and qrels")
+        tuning = Tuning(
+            list(read_records(request.tune_topics)),
+            load_qrels(request.tune_qrels),
+            request.tune["measure"],
+            **{
+                field: request.tune[key]
+                for key, field in (("k1", "k1s"), ("b", "bs"), ("depth", "depth"))
+                if key in request.tune
+            },
+        )
+    return search(
+        model,
+        list(read_records(request.corpus)),
+        list(read_records(request.topics)),
+        request.doc_fields,
+        request.query_fields,
+        request.depth,
+        params=request.params,
+        analyzer=request.analyzer,
+        scope=request.scope,
+        tuning=tuning,
+    )
+
+
 def pivoted_tfidf(request: Request) -> tuple[Run, dict]:
     from hybrid_ir.sparse import PivotedTfidf
 
+    if request.languages:
+        return _multilingual("pivoted_tfidf", request)
     return _fit_and_search(PivotedTfidf(_analyzer(request), **request.params), request)
 
 
@@ -94,6 +133,8 @@ def sparse_bm25(request: Request) -> tuple[Run, dict]:
     from hybrid_ir.evaluate import load_qrels
     from hybrid_ir.sparse import BS, K1S, SparseBM25, grid_search_bm25
 
+    if request.languages:
+        return _multilingual("sparse_bm25", request)
     model = SparseBM25(_analyzer(request), **request.params)
     model.fit(_texts(request.corpus, request.doc_fields))
     facts: dict[str, Any] = {}

@@ -222,7 +222,49 @@ class TfidfCosine(_SparseRetriever):
         return queries @ self._documents.T
 
 
-class PivotedTfidf(_SparseRetriever):
+class _AnalysedRetriever(_SparseRetriever):
+    """A model over analysed terms: texts go through its analyzer, or terms come analysed.
+
+    :meth:`fit_terms` and :meth:`encode_terms` take terms another analyzer made, so one model
+    can hold documents and queries each analysed in its own language
+    (:mod:`hybrid_ir.multilingual`).
+    """
+
+    analyzer: TextAnalyzer
+
+    def fit_terms(
+        self, corpus: Mapping[str, list[str]], groups: Sequence[str] | None = None
+    ) -> Self:
+        """Index ``{doc id: terms}``; ``groups`` (one per document, e.g. its language) is what
+        a model that normalizes per group uses. Return the fitted model."""
+        if not corpus:
+            raise ConfigError("cannot fit a retrieval model on an empty corpus")
+        self.doc_ids = np.array(list(corpus), dtype=object)
+        self._fit_terms(list(corpus.values()), groups)
+        return self
+
+    def encode_terms(self, queries: Mapping[str, list[str]]) -> tuple[list[str], sparse.csr_matrix]:
+        """The topics and their query-term matrix from analysed query terms."""
+        if not len(self.doc_ids):
+            raise ConfigError(f"{type(self).__name__} must be fitted before it can search")
+        return list(queries), self._encode_terms(list(queries.values()))
+
+    def _fit_texts(self, texts: list[str]) -> None:
+        self._fit_terms(_analyze(self.analyzer, texts), None)
+
+    def _encode_texts(self, texts: list[str]) -> sparse.csr_matrix:
+        return self._encode_terms(_analyze(self.analyzer, texts))
+
+    @abstractmethod
+    def _fit_terms(self, terms: list[list[str]], groups: Sequence[str] | None) -> None:
+        """Build the document matrix from analysed documents."""
+
+    @abstractmethod
+    def _encode_terms(self, terms: list[list[str]]) -> sparse.csr_matrix:
+        """The query matrix of analysed queries."""
+
+
+class PivotedTfidf(_AnalysedRetriever):
     """Paper 002's TF-IDF (§2.2, Appendix C), exactly as written there.
 
     With ``n_{t,d}`` the count of term t in document d, N the number of documents, ``n_t`` the
@@ -230,7 +272,8 @@ class PivotedTfidf(_SparseRetriever):
     per language; one fitted model is one language's corpus):
 
     - Eq. 1: ``TF(d) = [n_{t,d}]``, ``IDF(t) = ln(N / n_t)``;
-    - Eq. 6: ``TF'(d) = TF(d) / (0.5 * med + 0.5 * ||TF(d)||_2)``;
+    - Eq. 6: ``TF'(d) = TF(d) / (0.5 * med + 0.5 * ||TF(d)||_2)``, med the median of the
+      document's group (its language) when the model is fitted with groups;
     - Eq. 8: document vector ``TF'(d) * IDF / ||TF'(d) * IDF||_2``;
     - Eq. 7: ``TF'(q) = TF(q) / ||TF(q)||_2`` over the corpus vocabulary (unknown query terms
       have no IDF and are dropped), then Eq. 2 with ``TF'(q)``: ``TF'(q) * IDF / ||...||_2``;
@@ -239,42 +282,48 @@ class PivotedTfidf(_SparseRetriever):
     As written, the pivot cannot change anything: Eq. 6 divides a document's whole TF vector
     by one number, and Eq. 8's L2 normalization removes any such factor (likewise Eq. 7 for a
     query). The scores are the cosines of raw-tf x ``ln(N/n_t)`` vectors; :attr:`median_norm`
-    is kept to show the pivot that was applied. A term in every document has IDF 0 and counts
-    for nothing.
+    is kept to show the pivot that was applied (:attr:`median_norms` per group). A term in
+    every document has IDF 0 and counts for nothing.
     """
-
-    analyzer: TextAnalyzer  # required here, unlike in TfidfCosine
 
     def __init__(self, analyzer: TextAnalyzer) -> None:
         super().__init__(analyzer)
         self.vectorizer = _term_counts()
         self.idf = np.array([])
         self.median_norm = 0.0
+        self.median_norms: dict[str, float] = {}
         self._documents = sparse.csr_matrix((0, 0))
 
-    def _fit_texts(self, texts: list[str]) -> None:
-        counts = self.vectorizer.fit_transform(_analyze(self.analyzer, texts))
+    def _fit_terms(self, terms: list[list[str]], groups: Sequence[str] | None) -> None:
+        counts = self.vectorizer.fit_transform(terms)
         n_docs = counts.shape[0]
         document_frequency = np.bincount(counts.indices, minlength=counts.shape[1])
         self.idf = np.log(n_docs / document_frequency)
         norms = np.sqrt(np.asarray(counts.multiply(counts).sum(axis=1)).ravel())
         self.median_norm = float(np.median(norms))
-        pivot = 0.5 * self.median_norm + 0.5 * norms
+        medians = np.full(n_docs, self.median_norm)
+        if groups is not None:
+            labels = np.array(groups, dtype=object)
+            for group in sorted(set(groups)):
+                members = labels == group
+                self.median_norms[group] = float(np.median(norms[members]))
+                medians[members] = self.median_norms[group]
+        pivot = 0.5 * medians + 0.5 * norms
         scale = np.divide(1.0, pivot, out=np.zeros_like(pivot), where=pivot > 0)
         pivoted = sparse.diags(scale) @ counts
         documents = normalize(pivoted @ sparse.diags(self.idf), norm="l2")
         documents.eliminate_zeros()
         self._documents = documents.tocsr()
 
-    def _encode_texts(self, texts: list[str]) -> sparse.csr_matrix:
-        counts = self.vectorizer.transform(_analyze(self.analyzer, texts))
+    def _encode_terms(self, terms: list[list[str]]) -> sparse.csr_matrix:
+        counts = self.vectorizer.transform(terms)
         return normalize(normalize(counts, norm="l2") @ sparse.diags(self.idf), norm="l2")
 
     def _score(self, queries: sparse.csr_matrix) -> sparse.spmatrix:
         return queries @ self._documents.T
 
 
-class SparseBM25(_SparseRetriever):
+class SparseBM25(_AnalysedRetriever):
     """Paper 002's BM25 (§2.3) with the document-term weights precomputed as CSC.
 
     With ``n_{t,d}``, N and ``n_t`` as in Eq. 1, |d| the document's length in analysed terms
@@ -293,8 +342,6 @@ class SparseBM25(_SparseRetriever):
     so a k1/b grid never analyses the corpus again.
     """
 
-    analyzer: TextAnalyzer  # required here, unlike in TfidfCosine
-
     def __init__(self, analyzer: TextAnalyzer, k1: float = 1.2, b: float = 0.75) -> None:
         super().__init__(analyzer)
         _check_bm25(k1, b)
@@ -306,8 +353,8 @@ class SparseBM25(_SparseRetriever):
         self._entry_idf = np.array([])
         self._entry_length = np.array([])
 
-    def _fit_texts(self, texts: list[str]) -> None:
-        counts = self.vectorizer.fit_transform(_analyze(self.analyzer, texts)).tocsc()
+    def _fit_terms(self, terms: list[list[str]], groups: Sequence[str] | None) -> None:
+        counts = self.vectorizer.fit_transform(terms).tocsc()
         counts.sort_indices()
         n_docs = counts.shape[0]
         document_frequency = np.diff(counts.indptr)
@@ -340,8 +387,8 @@ class SparseBM25(_SparseRetriever):
         counts = self._counts
         self.weights = sparse.csc_matrix((data, counts.indices, counts.indptr), counts.shape)
 
-    def _encode_texts(self, texts: list[str]) -> sparse.csr_matrix:
-        counts = self.vectorizer.transform(_analyze(self.analyzer, texts))
+    def _encode_terms(self, terms: list[list[str]]) -> sparse.csr_matrix:
+        counts = self.vectorizer.transform(terms)
         return (counts > 0).astype(np.float64)
 
     def _score(self, queries: sparse.csr_matrix) -> sparse.spmatrix:
@@ -404,6 +451,20 @@ def grid_search_bm25(
     (nDCG@10, R@10) is tuned about ten times faster with ``k=10`` and the same result.
     """
     topics, matrix = model.encode(queries)
+    return grid_search_encoded(model, topics, matrix, qrels, measure, k1s, bs, k)
+
+
+def grid_search_encoded(
+    model: SparseBM25,
+    topics: Sequence[str],
+    matrix: sparse.csr_matrix,
+    qrels: Qrels,
+    measure: str,
+    k1s: Sequence[float] = K1S,
+    bs: Sequence[float] = BS,
+    k: int = 1000,
+) -> Tuned[tuple[float, float]]:
+    """:func:`grid_search_bm25` on queries already encoded (:meth:`SparseBM25.encode_terms`)."""
     original = (model.k1, model.b)
     points = [(dict(point)["k1"], dict(point)["b"]) for point in grid({"k1": k1s, "b": bs})]
 

@@ -3,7 +3,9 @@
 Paper 003 reports its hybrid for every lambda in 0, 0.1, ..., 1 and picks the best on the same
 queries (an ablation, said so in its table notes); paper 002 tunes the ensemble share eta on a
 development split and applies it to the test split. Both are a sweep: with ``select_on`` runs
-and qrels the value is chosen there, otherwise on the evaluated topics themselves.
+and qrels the value is chosen there, otherwise on the evaluated topics themselves. Paper 002
+tunes eta per language (its Table 2): with ``by_language``, each language's value is chosen
+on that language's queries and applied to them.
 """
 
 from __future__ import annotations
@@ -37,11 +39,15 @@ def sweep(
     select: str,
     params: Mapping[str, Any] | None = None,
     select_on: tuple[Sequence[Run], Qrels] | None = None,
+    by_language: tuple[Mapping[str, str], Mapping[str, str]] | None = None,
 ) -> tuple[dict, Run]:
     """Evaluate the fusion at every value; return a report and the run at the selected value.
 
     The selected value maximizes ``select`` (first maximum in ``values`` order) on
-    ``select_on``'s runs and qrels when given, else on ``runs`` and ``qrels``.
+    ``select_on``'s runs and qrels when given, else on ``runs`` and ``qrels``. With
+    ``by_language`` (topic -> language of the evaluated topics and of the selection topics),
+    a value is selected per language on its selection topics and applied to its evaluated
+    topics: the report's ``best`` maps each language to its value.
     """
     params = dict(params or {})
     if parameter in params:
@@ -49,6 +55,22 @@ def sweep(
     if select_on is None and select not in [column.name for column in resolve_measures(measures)]:
         raise ConfigError(f"sweep selects on {select!r}, which is not among its measures")
     scores = _scores(method, runs, parameter, values, params, qrels, measures)
+    if by_language is not None:
+        choices, run = _by_language(
+            method, runs, parameter, values, params, select, select_on or (runs, qrels),
+            by_language,
+        )  # fmt: skip
+        report: dict[str, Any] = {
+            "method": method,
+            "parameter": parameter,
+            "values": list(values),
+            "scores": scores,
+            "select": select,
+            "selected_on": "development split" if select_on is not None else "evaluated topics",
+            "by_language": choices,
+            "best": {language: choice["best"] for language, choice in choices.items()},
+        }
+        return report, run
     if select_on is None:
         selection = [score[select] for score in scores]
     else:
@@ -68,3 +90,32 @@ def sweep(
         "best": values[best],
     }
     return report, fuse(method, runs, **{**params, parameter: values[best]})
+
+
+def _by_language(
+    method: str, runs: Sequence[Run], parameter: str, values: Sequence[float], params: Mapping,
+    select: str, select_on: tuple[Sequence[Run], Qrels],
+    languages: tuple[Mapping[str, str], Mapping[str, str]],
+) -> tuple[dict[str, dict], Run]:  # fmt: skip
+    """Each language's selected value (with its selection scores) and the run made of each
+    language's topics fused at its value."""
+    evaluated, selection = languages
+    choices: dict[str, dict] = {}
+    fused: Run = {}
+    for language in sorted(set(evaluated.values())):
+        qrels = {t: j for t, j in select_on[1].items() if selection.get(t) == language}
+        if not qrels:
+            raise ConfigError(
+                f"no judged selection topic in language {language!r} to choose {parameter} on"
+            )
+        scored = _scores(method, select_on[0], parameter, values, params, qrels, [select])
+        selection_scores = [score[select] for score in scored]
+        best = values[max(range(len(values)), key=selection_scores.__getitem__)]
+        choices[language] = {
+            "best": best,
+            "selection_scores": selection_scores,
+            "topics": len(qrels),
+        }
+        run = fuse(method, runs, **{**params, parameter: best})
+        fused |= {topic: docs for topic, docs in run.items() if evaluated.get(topic) == language}
+    return choices, fused

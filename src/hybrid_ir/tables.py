@@ -675,6 +675,17 @@ def sweep_notes(reports: Mapping[str, Mapping]) -> list[str]:
     """One sentence per sweep: the selected value, by which measure, chosen on which topics."""
     notes = []
     for name, report in reports.items():
+        if "by_language" in report:
+            chosen = ", ".join(
+                f"{language} {choice['best']} "
+                f"({choice['selection_scores'][report['values'].index(choice['best'])]:.4f})"
+                for language, choice in report["by_language"].items()
+            )
+            notes.append(
+                f"Sweep {name}: {report['parameter']} of {report['method']} chosen per language "
+                f"by {report['select']} on the {report['selected_on']}: {chosen}."
+            )
+            continue
         best = report["values"].index(report["best"])
         notes.append(
             f"Sweep {name}: {report['method']} is best at {report['parameter']} = "

@@ -1,5 +1,7 @@
-"""Evaluation views of a sampled collection: the official judgments, and the pool-restricted
-view that keeps only the judgments of documents the corpus holds.
+"""Evaluation views of a collection's qrels: the pool-restricted view of a sampled collection,
+which keeps only the judgments of documents the corpus holds, and the per-language views of a
+multilingual one, which keep the judgments of one language's queries (paper 002's Table 1
+columns).
 
 On a sample (paper 000's 3,395-answer ARQMath thread sample holds 230 of ARQMath-2's 1,961
 answers judged relevant), the official qrels count every relevant document of the full
@@ -13,6 +15,7 @@ change. The official view is the paper's definition and the one the expected sco
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from hybrid_ir.errors import InputFormatError
@@ -58,3 +61,34 @@ def write_restricted_qrels(
         "topics": len(qrels),
         "topics_kept": len(restricted),
     }
+
+
+def language_qrels(qrels: Qrels, topics: Iterable[dict], language: str) -> Qrels:
+    """The judgments of the topics whose ``language`` is ``language``."""
+    chosen = {str(topic["id"]) for topic in topics if topic.get("language") == language}
+    return {topic: judged for topic, judged in qrels.items() if topic in chosen}
+
+
+def write_language_qrels(
+    qrels_path: str | Path, topics_path: str | Path, language: str, output: str | Path
+) -> dict[str, int]:
+    """Write the judgments of ``language``'s topics (the topics file says each one's language);
+    returns the counts of topics kept and in all, for the log."""
+    qrels = load_qrels(qrels_path)
+    kept = language_qrels(qrels, read_records(topics_path), language)
+    if not kept:
+        raise InputFormatError(
+            topics_path,
+            None,
+            f"no judged topic has language {language!r}: the {language} view of {qrels_path} "
+            "would be empty (a language without queries in this set)",
+        )
+    write_qrels(
+        output,
+        [
+            Judgment(topic, doc, grade)
+            for topic in sorted(kept, key=topic_sort_key)
+            for doc, grade in sorted(kept[topic].items())
+        ],
+    )
+    return {"topics": len(qrels), "topics_kept": len(kept)}

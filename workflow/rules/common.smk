@@ -10,6 +10,7 @@ from hybrid_ir import paths
 from hybrid_ir.code_digest import DigestCache
 from hybrid_ir.checks import checks_from_expected, evaluation_pairs, load_expected
 from hybrid_ir.claims import claims_by_paper, reproduction_runs
+from hybrid_ir.collections import reader_options
 from hybrid_ir.config import (
     config_layers,
     config_warnings,
@@ -21,6 +22,7 @@ from hybrid_ir.config import (
     resolve_overrides,
     rule_resources as resolved_resources,
     rule_threads as resolved_threads,
+    qrels_views,
     run_measures,
     systems,
     validate_config,
@@ -79,6 +81,7 @@ EXTERNAL_RUNS = config["external_runs"]
 FUSIONS = config["fusions"]
 CROSSVAL = config["crossval"]
 TABLES = config["tables"]
+PARAMETER_TABLES = config["parameter_tables"]
 RETRIEVERS = config["retrievers"]
 STRUCTURE = config["structure"]
 SWEEPS = config["sweeps"]
@@ -322,6 +325,10 @@ def sweep_inputs(wildcards):
             run_path(collection, split["topics"], run) for run in entry["runs"]
         ]
         inputs["select_qrels"] = paths.qrels(collection, split["qrels"])
+        if entry["by_language"]:
+            inputs["select_topics"] = paths.topics(collection, split["topics"])
+    if entry["by_language"]:
+        inputs["topics"] = paths.topics(collection, entry["topics"])
     return inputs
 
 
@@ -444,6 +451,26 @@ def claims_outputs(paper):
     return [paths.claims(paper, ext) for ext in ("json", "md", "html")]
 
 
+def parameter_table_inputs(wildcards):
+    """A parameter table's per-language sweep, its tuned retriever's facts, its paper values."""
+    spec = PARAMETER_TABLES[wildcards.parameter_table]
+    inputs = {"sweep": sweep_report(spec["sweep"])}
+    if "tuned_run" in spec:
+        tuned = spec["tuned_run"]
+        inputs["facts"] = paths.run_facts(
+            tuned["collection"], tuned["topics"], tuned["run"]
+        )
+    if "published_from" in spec:
+        inputs["published"] = spec["published_from"]
+    return inputs
+
+
+def parameter_table_outputs(name):
+    return [
+        paths.result_table(name, ext) for ext in ("md", "csv", "html", "notes.html")
+    ]
+
+
 def table_outputs(name):
     return [
         paths.result_table(name, ext)
@@ -530,6 +557,9 @@ def all_targets():
         output for name in COLLECTIONS for output in converted_outputs(name).values()
     ]
     targets += [output for name in TABLES for output in table_outputs(name)]
+    targets += [
+        output for name in PARAMETER_TABLES for output in parameter_table_outputs(name)
+    ]
     targets += [output for paper in CLAIMS for output in claims_outputs(paper)]
     targets += [crossval_report(name) for name in CROSSVAL]
     targets += [sweep_report(name) for name in SWEEPS]
@@ -561,11 +591,7 @@ wildcard_constraints:
     layout=alternatives(LAYOUTS),
     topics=alternatives({s for c in COLLECTIONS.values() for s in c["topics"]}),
     qrels=alternatives(
-        {
-            s
-            for c in COLLECTIONS.values()
-            for s in (*c["qrels"], *c["restricted_qrels"])
-        }
+        {s for c in COLLECTIONS.values() for s in (*c["qrels"], *qrels_views(c))}
     ),
     crossval=alternatives(CROSSVAL),
     sweep=alternatives(SWEEPS),

@@ -46,6 +46,36 @@ rule restrict_qrels:
         "../scripts/restrict_qrels.py"
 
 
+rule language_qrels:
+    input:
+        qrels=lambda w: paths.qrels(
+            w.collection, COLLECTIONS[w.collection]["language_qrels"][w.view]["qrels"]
+        ),
+        topics=lambda w: paths.topics(
+            w.collection, COLLECTIONS[w.collection]["language_qrels"][w.view]["qrels"]
+        ),
+    output:
+        paths.qrels("{collection}", "{view}"),
+    log:
+        paths.log("qrels", "{collection}/{view}"),
+    wildcard_constraints:
+        view=alternatives(
+            {name for c in COLLECTIONS.values() for name in c["language_qrels"]}
+        ),
+    conda:
+        CONDA_ENV
+    threads: rule_threads("language_qrels")
+    resources:
+        **rule_resources("language_qrels"),
+    params:
+        code=code_version("language_qrels"),
+        language=lambda w: COLLECTIONS[w.collection]["language_qrels"][w.view][
+            "language"
+        ],
+    script:
+        "../scripts/language_qrels.py"
+
+
 rule fetch_hub_model:
     output:
         directory(hub_cache_dir("{hub_model}", "{revision}")),
@@ -88,5 +118,6 @@ for _name in COLLECTIONS:
             code=code_version("convert_collection"),
             collection=_name,
             reader=COLLECTIONS[_name]["reader"],
+            options=reader_options(COLLECTIONS[_name]["reader"], COLLECTIONS[_name]),
         script:
             "../scripts/convert_collection.py"

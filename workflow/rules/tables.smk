@@ -99,6 +99,36 @@ rule paper_table:
         "../scripts/paper_table.py"
 
 
+rule parameter_table:
+    input:
+        unpack(parameter_table_inputs),
+    output:
+        markdown=paths.result_table("{parameter_table}", "md"),
+        csv=paths.result_table("{parameter_table}", "csv"),
+        html=report(
+            paths.result_table("{parameter_table}", "html"),
+            caption="../report/table.rst",
+            category=lambda w: report_category(w.parameter_table),
+            labels=lambda w: {"name": w.parameter_table},
+        ),
+        notes=paths.result_table("{parameter_table}", "notes.html"),
+    log:
+        paths.log("tables", "{parameter_table}"),
+    wildcard_constraints:
+        parameter_table=alternatives(PARAMETER_TABLES),
+    conda:
+        CONDA_ENV
+    threads: rule_threads("parameter_table")
+    resources:
+        **rule_resources("parameter_table"),
+    params:
+        code=code_version("parameter_table"),
+        name="{parameter_table}",
+        spec=lambda w: PARAMETER_TABLES[w.parameter_table],
+    script:
+        "../scripts/parameter_table.py"
+
+
 rule figure:
     input:
         unpack(figure_inputs),

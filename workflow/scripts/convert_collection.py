@@ -12,6 +12,7 @@ def main():
         dict(snakemake.input.items()),
         dict(snakemake.output.items()),
         label=f"collections.{snakemake.params.collection}",
+        options=snakemake.params.options,
     )
     for name, count in counts.items():
         logging.info("%s: %d records", name, count)

@@ -4,10 +4,14 @@ import json
 import logging
 
 from hybrid_ir.evaluate import load_qrels
-from hybrid_ir.formats import atomic_output
+from hybrid_ir.formats import atomic_output, read_records
 from hybrid_ir.logged import run_step
 from hybrid_ir.runs import read_run, write_run
 from hybrid_ir.sweeps import sweep
+
+
+def topic_languages(path):
+    return {str(record["id"]): record.get("language") for record in read_records(path)}
 
 
 def main():
@@ -19,6 +23,11 @@ def main():
             [read_run(path) for path in inputs.select_runs],
             load_qrels(inputs.select_qrels),
         )
+    by_language = None
+    if entry["by_language"]:
+        evaluated = topic_languages(inputs.topics)
+        selection = topic_languages(inputs.select_topics) if select_on else evaluated
+        by_language = (evaluated, selection)
     report, best = sweep(
         entry["method"],
         [read_run(path) for path in inputs.runs],
@@ -29,6 +38,7 @@ def main():
         entry["select"],
         params=entry["params"],
         select_on=select_on,
+        by_language=by_language,
     )
     logging.info("best %s = %s (%s)", entry["parameter"], report["best"], report["selected_on"])
     with atomic_output(snakemake.output.report) as out:

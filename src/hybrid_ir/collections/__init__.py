@@ -1,9 +1,10 @@
 """Readers that turn each raw collection into the canonical formats of :mod:`hybrid_ir.formats`.
 
-A reader is a function ``read(sources: Mapping[str, Path]) -> Collection`` registered under a
-name with :func:`reader`. ``sources`` maps the role names a reader documents (``corpus``,
-``queries``, ``qrels_test``...) to local, checksum-verified raw files. Nothing downstream of a
-reader knows where a collection came from.
+A reader is a function ``read(sources: Mapping[str, Path], **options) -> Collection``
+registered under a name with :func:`reader`, with the collection settings it takes as
+``options`` (e.g. a multilingual corpus's ``languages`` and ``fields``). ``sources`` maps the
+role names a reader documents (``corpus``, ``queries``, ``qrels_test``...) to local,
+checksum-verified raw files. Nothing downstream of a reader knows where a collection came from.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class Collection:
     tables: dict[str, list[dict]] = field(default_factory=dict)
 
 
-Reader = Callable[[Mapping[str, Path]], Collection]
+Reader = Callable[..., Collection]
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ class SourceRoles:
     set, ``topics_<set>`` / ``qrels_<set>`` are required when ``per_set_topics`` /
     ``per_set_qrels``, and ``labels_<set>`` is optional when ``per_set_labels``; sets in
     ``derived_sets`` are made by the reader itself, and when a ``sets_inside`` role is
-    configured, that file carries the sets (an official BEIR zip).
+    configured, that file carries the sets (an official BEIR zip); with
+    ``optional_set_qrels``, ``qrels_<set>`` may be configured for any listed qrels set.
     """
 
     main: tuple[frozenset[str], ...]
@@ -59,6 +61,7 @@ class SourceRoles:
     per_set_labels: bool = False
     derived_sets: frozenset[str] = frozenset()
     sets_inside: frozenset[str] = frozenset()
+    optional_set_qrels: bool = False
 
     def problems(self, where: str, collection: Mapping) -> tuple[list[str], list[str]]:
         """``(errors, warnings)`` of a collection's configuration, each naming its key."""
@@ -81,6 +84,8 @@ class SourceRoles:
             }
         labels = {f"labels_{s}" for s in topic_sets} if self.per_set_labels else set()
         optional = labels | self.optional
+        if self.optional_set_qrels:
+            optional |= {f"qrels_{s}" for s in qrels_sets}
         errors = [
             f"{where}.sources.{role}: no listed set uses this source (topic sets "
             f"{list(topic_sets)}, qrels sets {list(qrels_sets)}); a typo, or a set missing "
@@ -106,6 +111,7 @@ class SourceRoles:
 
 _READERS: dict[str, Reader] = {}
 _ROLES: dict[str, SourceRoles] = {}
+_OPTIONS: dict[str, tuple[str, ...]] = {}
 
 # Modules whose import registers readers; imported lazily so that light commands stay light.
 _READER_MODULES = (
@@ -114,15 +120,20 @@ _READER_MODULES = (
     "hybrid_ir.collections.arqmath",
     "hybrid_ir.collections.ntcir",
     "hybrid_ir.collections.stackmathqa",
+    "hybrid_ir.collections.multilingual",
 )
 
 
-def reader(name: str, roles: SourceRoles) -> Callable[[Reader], Reader]:
-    """Register a reader function under ``name`` (the ``reader:`` key of a collection)."""
+def reader(
+    name: str, roles: SourceRoles, options: tuple[str, ...] = ()
+) -> Callable[[Reader], Reader]:
+    """Register a reader function under ``name`` (the ``reader:`` key of a collection);
+    ``options`` are the collection settings it takes as keyword arguments."""
 
     def register(function: Reader) -> Reader:
         _READERS[name] = function
         _ROLES[name] = roles
+        _OPTIONS[name] = options
         return function
 
     return register
@@ -132,6 +143,12 @@ def source_problems(where: str, collection: Mapping) -> tuple[list[str], list[st
     """``(errors, warnings)`` of a configured collection's sources against its reader's roles."""
     get_reader(collection["reader"])
     return _ROLES[collection["reader"]].problems(where, collection)
+
+
+def reader_options(name: str, collection: Mapping) -> dict:
+    """The settings of a configured collection that its reader takes."""
+    get_reader(name)
+    return {option: collection[option] for option in _OPTIONS[name] if option in collection}
 
 
 def get_reader(name: str) -> Reader:
@@ -148,14 +165,17 @@ def convert(
     sources: Mapping[str, Path],
     outputs: Mapping[str, Path],
     label: str = "collection",
+    options: Mapping | None = None,
 ) -> dict:
     """Read a raw collection and write every canonical file named in ``outputs``.
 
     ``outputs`` keys are ``corpus``, ``topics_<set>``, ``qrels_<set>`` and ``table_<set>``; the
     sets the reader returns must be exactly the configured ones, so that a typo in the
-    configuration fails here instead of producing a missing file later. Returns the counts.
+    configuration fails here instead of producing a missing file later. ``options`` are the
+    reader's settings (:func:`reader_options`). Returns the counts.
     """
-    collection = get_reader(reader_name)({role: Path(path) for role, path in sources.items()})
+    read = get_reader(reader_name)
+    collection = read({role: Path(path) for role, path in sources.items()}, **(options or {}))
     produced = {f"topics_{name}" for name in collection.topics}
     produced |= {f"qrels_{name}" for name in collection.qrels}
     produced |= {f"table_{name}" for name in collection.tables}
