@@ -79,9 +79,9 @@ test: lint setup-slurm
 test-gpu: setup
 	HYBRID_IR_REQUIRE_GPU=1 $(BIN)/python -m pytest -q -m gpu -rs
 
-# Every job of configs/paper.yaml (with paper004-beir.yaml) and configs/ntcir12.yaml, executed on
-# the CPU over stand-in collections and tiny models of each hub model's family
-# (tests/test_paper_run.py); prints the jobs, tables and figures.
+# Every job of configs/paper.yaml (with paper004-beir.yaml and paper002-multilingual.yaml) and
+# configs/ntcir12.yaml, executed on the CPU over stand-in collections and tiny models of each hub
+# model's family (tests/test_paper_run.py); prints the jobs, tables and figures.
 test-paper: setup
 	$(BIN)/python -m pytest -q -s -m paper tests/test_paper_run.py
 

@@ -1,15 +1,16 @@
 """``make test-paper``: every job of the paper configuration, executed on stand-ins.
 
-``configs/paper.yaml`` with ``configs/paper004-beir.yaml``, and ``configs/ntcir12.yaml`` on its
-own, run here on the CPU over stand-in collections in the official formats
-(``tests/standins_math.py``, ``tests/standins_text.py``) and tiny checkpoints of each hub model's
-family (``tests/standins_models.py``), served by a local hub and fetched by the workflow's own
-rule; ``tests/paper_standins.yaml`` cuts lengths, sizes and devices and nothing else. Every job
+``configs/paper.yaml`` with ``configs/paper004-beir.yaml`` and
+``configs/paper002-multilingual.yaml``, and ``configs/ntcir12.yaml`` on its own, run here on the
+CPU over stand-in collections in the official formats (``tests/standins_math.py``,
+``tests/standins_text.py``, ``tests/standins_multilingual.py``) and tiny checkpoints of each hub
+model's family (``tests/standins_models.py``), served by a local hub and fetched by the workflow's
+own rule; ``tests/paper_standins.yaml`` cuts lengths, sizes and devices and nothing else. Every job
 runs; the one expected to fail is ``assert_scores``: the stand-ins cannot reproduce the
-collections' published scores, and its summary must say so check by check. Every table and
-figure is opened: each row the configuration names is there, and a row with a run has no empty
-cell. Every job (rule and first output), the tables and the figures are printed (``make test-paper``
-shows them).
+collections' published scores, and its summary must say so check by check. Every table and figure
+is opened: each row the configuration names is there, and a row with a run has no empty cell. Every
+job (rule and first output), the tables and the figures are printed (``make test-paper`` shows
+them).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import yaml
 from hub_server import LocalHub
 from standins_math import FILES as MATH_FILES
 from standins_models import write_models
+from standins_multilingual import FILES as MULTILINGUAL_FILES
 from standins_text import FILES as TEXT_FILES
 from toy_workflow import snakemake_environment, write_manifest
 
@@ -38,7 +40,11 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 HYBRID_IR = Path(sys.executable).with_name("hybrid-ir")
 OVERLAY = REPO / "tests" / "paper_standins.yaml"
-PAPER = [REPO / "configs" / "paper.yaml", REPO / "configs" / "paper004-beir.yaml"]
+PAPER = [
+    REPO / "configs" / "paper.yaml",
+    REPO / "configs" / "paper004-beir.yaml",
+    REPO / "configs" / "paper002-multilingual.yaml",
+]
 NTCIR12 = [REPO / "configs" / "ntcir12.yaml"]
 NTCIR12_TARGET = "results/tables/paper000-table2.md"
 
@@ -147,7 +153,8 @@ def paper_run(tmp_path_factory) -> dict:
     started = time.perf_counter()
     root = tmp_path_factory.mktemp("paper-run")
     mirror, manifest = root / "mirror", root / "manifest.tsv"
-    files = {path: make() for path, make in {**MATH_FILES, **TEXT_FILES}.items()}
+    makers = {**MATH_FILES, **TEXT_FILES, **MULTILINGUAL_FILES}
+    files = {path: make() for path, make in makers.items()}
     for path, content in files.items():
         (mirror / path).parent.mkdir(parents=True, exist_ok=True)
         (mirror / path).write_bytes(content)
@@ -202,7 +209,7 @@ def _merged(configfiles) -> dict:
 
 def test_every_job_of_the_paper_configuration_runs(paper_run):
     log = paper_run["paper"]
-    _print_jobs("configs/paper.yaml + paper004-beir", _jobs_run(log))
+    _print_jobs("configs/paper.yaml + paper004-beir + paper002-multilingual", _jobs_run(log))
     assert _failed(log) == ["assert_scores"], log[-6000:]
     # Afterwards nothing is left to do but the check that must fail on stand-ins.
     assert _planned(paper_run["paper_dry_run"]) <= {"assert_scores", "all"}, paper_run[
@@ -272,6 +279,13 @@ def test_every_table_and_figure_is_made_and_opens(paper_run):
             made[f"{workdir.name}: table {name}"] = f"{cells} cells"
         if workdir == paper_run["ntcir12_workdir"]:
             continue
+        for name, table in config["parameter_tables"].items():
+            path = workdir / "results" / "tables" / f"{name}.csv"
+            with path.open(encoding="utf-8", newline="") as handle:
+                rows = list(csv.DictReader(handle))
+            assert [row["label"] for row in rows] == list(table["languages"]), path
+            assert all(row["value"] and row["published"] for row in rows), path
+            made[f"{workdir.name}: parameter table {name}"] = f"{len(rows)} rows"
         for name in config["figures"]:
             png = workdir / "results" / "figures" / f"{name}.png"
             with Image.open(png) as image:

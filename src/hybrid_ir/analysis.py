@@ -82,6 +82,8 @@ PIPE_CHUNKS = 2_000
 """New chunks joined into one text for spaCy."""
 CACHE_SIZE = 1_000_000
 """Chunks whose terms an analyzer remembers; the cache starts afresh when it would exceed this."""
+SEGMENT_CHARS = 100_000
+"""Longest text a trained pipeline gets as one ``Doc``; a longer one is cut at spaces."""
 
 _MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.DOTALL)
 _MATH_WORD = re.compile(r"[^\W_]+")
@@ -196,6 +198,21 @@ def _pipeline(language: str, lemmatize: bool) -> Language:
     return nlp
 
 
+def _segments(text: str, limit: int) -> Iterator[str]:
+    """``text`` (single-spaced) in pieces of at most ``limit`` characters, cut at spaces (a
+    word longer than ``limit`` is a piece of its own); an empty text is one empty piece."""
+    start = 0
+    while len(text) - start > limit:
+        cut = text.rfind(" ", start, start + limit + 1)
+        if cut <= start:
+            cut = text.find(" ", start + limit)
+            if cut == -1:
+                break
+        yield text[start:cut]
+        start = cut + 1
+    yield text[start:]
+
+
 class Analyzer:
     """Paper 002's configurable analyzer; ``analyzer(text)`` returns the text's terms.
 
@@ -298,8 +315,7 @@ class Analyzer:
         """
         cleaned = ((clean_text(text) if self.clean else text) for text in texts)
         if self.pipeline is not None:
-            docs = self._nlp.pipe(" ".join(text.split()) for text in cleaned)
-            return [self._doc_terms(doc) for doc in docs]
+            return self._analyze_in_context(cleaned)
         terms: list[list[str]] = []
         batch: list[list[str]] = []
         for text in cleaned:
@@ -308,6 +324,20 @@ class Analyzer:
                 terms += self._analyze_batch(batch)
                 batch = []
         return terms + self._analyze_batch(batch)
+
+    def _analyze_in_context(self, texts: Iterable[str]) -> list[list[str]]:
+        """Terms of each text by the trained pipeline, a text cut at spaces into segments of at
+        most :data:`SEGMENT_CHARS` characters (its memory grows with a ``Doc``'s length)."""
+        segments: list[str] = []
+        owners: list[int] = []
+        for number, text in enumerate(texts):
+            for segment in _segments(" ".join(text.split()), SEGMENT_CHARS):
+                segments.append(segment)
+                owners.append(number)
+        terms: list[list[str]] = [[] for _ in range(owners[-1] + 1 if owners else 0)]
+        for owner, doc in zip(owners, self._nlp.pipe(segments, batch_size=64), strict=True):
+            terms[owner] += self._doc_terms(doc)
+        return terms
 
     def _analyze_batch(self, texts: list[list[str]]) -> list[list[str]]:
         """Terms of whitespace-split texts, analysing the chunks missing from the cache."""

@@ -796,6 +796,11 @@ def _check_runs_and_tables(config: dict) -> None:
             raise ConfigError(f"config: retrievers.{collection}: no collection {collection!r}")
         for name, retriever in retrievers.items():
             where = f"retrievers.{collection}.{name}"
+            if "search" in retriever and not config["collections"][collection].get("languages"):
+                raise ConfigError(
+                    f"config: {where}.search: collection {collection!r} has no languages to "
+                    "search by"
+                )
             for topics in retriever["topics"]:
                 entry = {"collection": collection, "topics": topics}
                 _check_collection_sets(config, where, entry)

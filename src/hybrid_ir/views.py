@@ -63,6 +63,16 @@ def write_restricted_qrels(
     }
 
 
+def topic_languages(topics_path: str | Path) -> dict[str, str]:
+    """Topic id -> language, from a canonical topics file whose topics carry one."""
+    languages = {}
+    for record in read_records(topics_path):
+        if not isinstance(record.get("language"), str):
+            raise InputFormatError(topics_path, None, f"topic {record['id']!r} has no language")
+        languages[str(record["id"])] = record["language"]
+    return languages
+
+
 def language_qrels(qrels: Qrels, topics: Iterable[dict], language: str) -> Qrels:
     """The judgments of the topics whose ``language`` is ``language``."""
     chosen = {str(topic["id"]) for topic in topics if topic.get("language") == language}

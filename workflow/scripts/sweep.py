@@ -4,14 +4,11 @@ import json
 import logging
 
 from hybrid_ir.evaluate import load_qrels
-from hybrid_ir.formats import atomic_output, read_records
+from hybrid_ir.formats import atomic_output
 from hybrid_ir.logged import run_step
 from hybrid_ir.runs import read_run, write_run
 from hybrid_ir.sweeps import sweep
-
-
-def topic_languages(path):
-    return {str(record["id"]): record.get("language") for record in read_records(path)}
+from hybrid_ir.views import topic_languages
 
 
 def main():
