@@ -220,3 +220,19 @@ def test_language_view_keeps_one_languages_judgments():
     _, topics, qrels = _records()
     view = language_qrels(qrels, topics, "ko")
     assert sorted(view) == [f"q-dev-ko-{n}" for n in range(4)]
+
+
+def test_the_cli_converts_a_multilingual_corpus(tmp_path, capsys):
+    from hybrid_ir.cli import main
+
+    sources = _write(tmp_path)
+    arguments = ["convert", "multilingual", "--source", f"corpus={sources['corpus']}"]
+    arguments += ["--source", f"topics_dev={sources['topics_dev']}", "--topics", "dev"]
+    arguments += ["--qrels", "dev", "--tables", "languages", "-o", str(tmp_path / "out")]
+    main([*arguments, "--languages", *LANGUAGES])
+    assert "table_languages: 7" in capsys.readouterr().out
+    first = json.loads((tmp_path / "out/corpus.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert first["language"] == "en"
+    beir = ["convert", "beir", "--source", "dataset=x.zip", "--topics", "test", "--qrels", "test"]
+    assert main([*beir, "--languages", "en", "-o", str(tmp_path / "beir")]) == 1
+    assert "reader 'beir' takes no languages" in capsys.readouterr().err

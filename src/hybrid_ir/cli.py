@@ -104,7 +104,7 @@ def _fetch(args: argparse.Namespace) -> None:
 
 
 def _convert(args: argparse.Namespace) -> None:
-    from hybrid_ir.collections import convert, source_problems
+    from hybrid_ir.collections import convert, reader_options, source_problems
 
     sources = dict(args.source)
     roles = [role for role, _ in args.source]
@@ -113,6 +113,10 @@ def _convert(args: argparse.Namespace) -> None:
         raise ConfigError(f"convert: --source {', '.join(repeated)} given more than once")
     # The roles are checked as the workflow checks a configured collection's sources.
     listed = {"reader": args.reader, "sources": sources, "topics": args.topics, "qrels": args.qrels}
+    if args.languages:
+        listed["languages"] = args.languages
+    if args.field:
+        listed["fields"] = dict(args.field)
     errors, _ = source_problems("convert", listed)
     if errors:
         raise ConfigError("; ".join(errors))
@@ -123,7 +127,11 @@ def _convert(args: argparse.Namespace) -> None:
     outputs |= {f"topics_{s}": out / "topics" / f"{s}.jsonl" for s in args.topics}
     outputs |= {f"qrels_{s}": out / "qrels" / f"{s}.qrels" for s in args.qrels}
     outputs |= {f"table_{s}": out / "tables" / f"{s}.tsv" for s in args.tables}
-    for name, count in convert(args.reader, sources, outputs).items():
+    options = reader_options(args.reader, listed)
+    unused = sorted({"languages", "fields"} & set(listed) - set(options))
+    if unused:
+        raise ConfigError(f"convert: reader {args.reader!r} takes no {', '.join(unused)}")
+    for name, count in convert(args.reader, sources, outputs, options=options).items():
         print(f"{name}: {count}")
 
 
@@ -463,6 +471,17 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--qrels", nargs="*", default=[], help="qrels set names")
     convert.add_argument("--tables", nargs="*", default=[], help="extra table names")
     convert.add_argument("--no-corpus", action="store_true", help="the reader has no corpus")
+    convert.add_argument(
+        "--languages", nargs="*", default=[], help="languages of a multilingual corpus (en fr ...)"
+    )
+    convert.add_argument(
+        "--field",
+        action="append",
+        type=_source,
+        default=[],
+        metavar="ROLE=NAME",
+        help="multilingual reader: the field holding a role, e.g. doc_id=_id (default: none)",
+    )
     convert.add_argument("-o", "--output-dir", required=True, help="folder of the canonical files")
     convert.set_defaults(handler=_convert)
 
