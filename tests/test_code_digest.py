@@ -119,3 +119,14 @@ def test_an_unreadable_digest_cache_is_an_empty_one(tmp_path):
     script.write_text("from hybrid_ir.runs import read_run\n")
     assert code_digest.DigestCache(store).digest(script) == code_digest.code_digest(script)
     assert json.loads(store.read_text())["scripts"]
+
+
+@pytest.mark.parametrize(
+    "script", ["pretrain", "triplets", "finetune", "encoder_index", "encoder_search", "mlm_rerank"]
+)
+def test_training_and_dense_steps_do_not_follow_fusion_figures_or_tables(script):
+    """Editing fusion, a figure, a table or cross-validation must not retrain the models or
+    re-encode the corpus: their scripts import none of those modules, even indirectly."""
+    covered = set(imported_modules(REPO / "workflow" / "scripts" / f"{script}.py"))
+    outside = {"fusion", "figures", "tables", "crossval", "sweeps", "stats", "evaluate"}
+    assert not covered & {f"hybrid_ir.{name}" for name in outside}

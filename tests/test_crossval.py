@@ -22,14 +22,13 @@ from hybrid_ir.crossval import (
     cross_validate,
     crossvalidate_linear,
     fold_assignment_table,
-    grid,
-    grid_search,
     report,
     tune,
 )
 from hybrid_ir.errors import HybridIRError
 from hybrid_ir.evaluate import evaluate
 from hybrid_ir.fusion import linear
+from hybrid_ir.grids import grid, grid_search
 from hybrid_ir.pya0_modules import load_crossvalidate
 
 HAND_FOLDS = [["t1", "t2"], ["t3", "t4"], ["t5", "t6"]]

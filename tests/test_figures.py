@@ -15,17 +15,12 @@ import yaml
 from hybrid_ir.config import validate_config
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.figures import (
-    DPI,
-    FIGSIZE,
-    PALETTE,
     draw,
     fused_rank_rows,
     head_to_head,
     head_to_head_figure,
     label_bar_figure,
     label_panels,
-    loss_curves,
-    loss_figure,
     metric_at_k,
     metric_vs_parameter,
     metric_vs_parameter_figure,
@@ -35,12 +30,13 @@ from hybrid_ir.figures import (
     read_topic_labels,
     recall_at_k_curve,
     recall_at_k_figure,
-    series_style,
     sweep_runs,
     sweep_styles,
     table_figure,
     table_figure_of,
 )
+from hybrid_ir.loss_figure import loss_curves, loss_figure
+from hybrid_ir.plotting import DPI, FIGSIZE, PALETTE, series_style
 from hybrid_ir.runs import read_run
 
 REPO = Path(__file__).resolve().parents[1]

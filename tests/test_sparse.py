@@ -12,15 +12,14 @@ from hybrid_ir.analysis import Analyzer
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.evaluate import recall_curve
 from hybrid_ir.sparse import (
-    ETAS,
     PivotedTfidf,
     SparseBM25,
     TfidfCosine,
     grid_search_bm25,
     record_texts,
     top_k,
-    tune_interleave,
 )
+from hybrid_ir.sweeps import ETAS, tune_interleave
 
 # Terms are whitespace-separated tokens (str.split as the analyzer), so counts are visible:
 # a:{d1:1}, b:{d1:2, d2:1}, c:{d2:1, d3:3}, d:{d3:1}; lengths 3, 2, 4; N = 3, mean length L = 3.

@@ -41,16 +41,16 @@ config): the paper's runs used 1234 (:data:`PAPER_SEED`), pya0's code default is
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
 import numpy as np
 
 from hybrid_ir.errors import ParameterError
 from hybrid_ir.evaluate import Qrels, decisive_depth, evaluate, resolve_measures
 from hybrid_ir.fusion import linear_sweep
+from hybrid_ir.grids import grid_search
 from hybrid_ir.runs import Run, topic_sort_key
 
 Mode = Literal["default", "legacy"]
@@ -68,7 +68,6 @@ P = TypeVar("P", bound=Hashable)
 T = TypeVar("T")
 Scores = Mapping[P, Mapping[str, float]]
 """``{param: {topic: score}}``, the parameters in the order that breaks ties."""
-GridPoint = tuple[tuple[str, Any], ...]
 
 
 @dataclass(frozen=True)
@@ -183,31 +182,6 @@ def tune(
         metric: cross_validate(table, folds, mode, total=metric in totals)
         for metric, table in scores_by_metric.items()
     }
-
-
-def grid(axes: Mapping[str, Iterable[Any]]) -> list[GridPoint]:
-    """The Cartesian product of named parameter values, last axis varying fastest.
-
-    Each point is a tuple of ``(name, value)`` pairs: hashable, so it can key a score table, and
-    ``dict(point)`` gives the keyword arguments of the run it stands for, e.g.
-    ``grid({"k1": [0.9, 1.2], "b": [0.4, 0.75]})`` for BM25.
-    """
-    names = list(axes)
-    return [tuple(zip(names, values, strict=True)) for values in itertools.product(*axes.values())]
-
-
-def grid_search(evaluate_param: Callable[[P], T], params: Iterable[P]) -> dict[P, T]:
-    """``{param: evaluate_param(param)}`` in the order of ``params``, the order ties follow.
-
-    ``evaluate_param`` returns ``{topic: score}`` for one metric, or ``{metric: {topic: score}}``
-    to evaluate every metric on one run per parameter (then see :func:`by_metric`).
-    """
-    table: dict[P, T] = {}
-    for param in params:
-        if param in table:
-            raise ParameterError(f"parameter {param!r} is listed twice")
-        table[param] = evaluate_param(param)
-    return table
 
 
 def by_metric(

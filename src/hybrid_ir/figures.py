@@ -5,7 +5,6 @@
 - :func:`metric_vs_parameter` -- paper 003's lambda ablation (NDCG@10 against lambda), with the
   single methods as horizontal reference lines;
 - :func:`recall_at_k_curve` -- paper 002 Fig. 1: Recall@k against k;
-- :func:`loss_curves` -- MLM further pretraining: training and held-out losses by step;
 - :func:`by_label_bars` -- paper 000 Fig. 2: a metric's mean over the topics of each label value
   (ARQMath topic category, dependency, difficulty), one panel per label, one bar per run;
 - :func:`rank_scatter` -- paper 000 Fig. 3: where the top documents of a fused run sit in the
@@ -19,12 +18,8 @@
 - :func:`table_figure` -- paper 004 Fig. 3: a table drawn as a figure (collection statistics,
   :mod:`hybrid_ir.collection_stats`).
 
-Figures are drawn on a bare :class:`~matplotlib.figure.Figure` rendered by Agg, never through
-pyplot, so no global backend or figure registry is touched and figures can be made from worker
-threads. Output is reproducible: a fixed size and DPI (so a PNG's pixel size is known), a fixed
-SVG hash salt (the ids of clip paths), no date or software stamp in either file, and SVG text
-kept as ``<text>`` elements (``svg.fonttype: none``) rather than glyph outlines, which also keeps
-labels searchable. Each file is written atomically.
+Style, sizes and reproducible saving are :mod:`hybrid_ir.plotting`'s (which the pretraining
+loss figure, :mod:`hybrid_ir.loss_figure`, shares without depending on these figures' code).
 """
 
 from __future__ import annotations
@@ -38,60 +33,36 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import matplotlib
-from cycler import cycler
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.formats import atomic_output, read_table, write_table
+from hybrid_ir.plotting import (
+    DPI,
+    FIGSIZE,
+    PALETTE,
+    STYLE,
+    add_legend,
+    new_figure,
+    save_figure,
+    series_style,
+)
 from hybrid_ir.runs import Run, ranked, topic_sort_key
 
 if TYPE_CHECKING:
-    from matplotlib.typing import RcKeyType
+    pass
 
 LOGGER = logging.getLogger(__name__)
 
 Qrels = dict[str, dict[str, int]]
 
-FIGSIZE = (6.4, 4.8)
-DPI = 100
-"""A figure is ``FIGSIZE * DPI`` = 640 x 480 pixels as PNG."""
 RECALL_POINTS = tuple(level / 10 for level in range(11))
 
-PALETTE = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
-"""Okabe-Ito: distinguishable with every common colour-vision deficiency. Yellow comes last,
-as it is the faintest on white."""
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-"""One per colour, so a series still reads in grey print."""
-LINESTYLES = ("-", "--", "-.", ":")
-"""Series 9 to 16 repeat the colours and markers dashed, 17 to 24 dash-dotted, and so on."""
-
-_STYLE: dict[RcKeyType, Any] = {
-    "svg.hashsalt": "hybrid_ir",
-    "svg.fonttype": "none",
-    "axes.grid": True,
-    "grid.alpha": 0.4,
-    "axes.prop_cycle": cycler(color=PALETTE, marker=MARKERS),
-}
-_COLORS = PALETTE
-_PNG_METADATA = {"Software": None}
-_SVG_METADATA = {"Date": None, "Creator": None}
-LEGEND_INSIDE_MAX = 6
-"""A legend of more entries is drawn beside the axes (the figure widens to hold it)."""
 SWEEP_COLORMAP = "viridis"
 """Curves of a swept parameter are coloured along this perceptually uniform, colour-blind-safe
 map (dashed), so their order reads from the colour and they stand apart from the runs."""
-
-
-def series_style(index: int) -> dict[str, Any]:
-    """Colour, marker and line style of a figure's ``index``-th series (0-based): distinct for
-    the first ``len(PALETTE) * len(LINESTYLES)`` series."""
-    return {
-        "color": PALETTE[index % len(PALETTE)],
-        "marker": MARKERS[index % len(MARKERS)],
-        "linestyle": LINESTYLES[index // len(PALETTE) % len(LINESTYLES)],
-    }
 
 
 def pr_curves(
@@ -108,7 +79,7 @@ def pr_curves(
                 f"curve {label!r} has {len(precisions)} precision values, "
                 f"expected {len(RECALL_POINTS)} (recall 0.0 to 1.0)"
             )
-    return _save(pr_curves_figure(curves, title, styles), out_stem)
+    return save_figure(pr_curves_figure(curves, title, styles), out_stem)
 
 
 def pr_curves_figure(
@@ -117,15 +88,15 @@ def pr_curves_figure(
     styles: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Figure:
     """The figure :func:`pr_curves` writes."""
-    with matplotlib.rc_context(_STYLE):
-        figure, axes = _figure(title, "Recall", "Interpolated precision")
+    with matplotlib.rc_context(STYLE):
+        figure, axes = new_figure(title, "Recall", "Interpolated precision")
         for index, (label, precisions) in enumerate(curves.items()):
             style = (styles or {}).get(label, series_style(index))
             axes.plot(RECALL_POINTS, precisions, label=label, **style)
         axes.set_xlim(-0.02, 1.02)
         axes.set_ylim(-0.02, 1.02)
         axes.set_xticks(RECALL_POINTS)
-        _legend(axes)
+        add_legend(axes)
         return figure
 
 
@@ -151,7 +122,7 @@ def metric_vs_parameter(
     figure = metric_vs_parameter_figure(
         xs, series, xlabel, ylabel, title, mark_best=mark_best, references=references
     )
-    return _save(figure, out_stem)
+    return save_figure(figure, out_stem)
 
 
 def metric_vs_parameter_figure(
@@ -164,8 +135,8 @@ def metric_vs_parameter_figure(
     references: Mapping[str, float] | None = None,
 ) -> Figure:
     """The figure :func:`metric_vs_parameter` writes."""
-    with matplotlib.rc_context(_STYLE):
-        figure, axes = _figure(title, xlabel, ylabel)
+    with matplotlib.rc_context(STYLE):
+        figure, axes = new_figure(title, xlabel, ylabel)
         for index, (label, values) in enumerate(series.items()):
             (line,) = axes.plot(xs, values, label=label, **series_style(index))
             if mark_best and values:
@@ -192,7 +163,7 @@ def metric_vs_parameter_figure(
             axes.axhline(value, linestyle="--", color=color, label=label)
         if mark_best:
             axes.margins(y=0.12)  # room above the highest point for its value label
-        _legend(axes)
+        add_legend(axes)
         return figure
 
 
@@ -210,7 +181,7 @@ def recall_at_k_curve(
     The x axis is linear by default; ``log_x`` suits cut-offs spanning decades (1 to 1000),
     where a linear axis crowds the small k that matter most.
     """
-    return _save(recall_at_k_figure(curves, title, log_x, measure, styles), out_stem)
+    return save_figure(recall_at_k_figure(curves, title, log_x, measure, styles), out_stem)
 
 
 def recall_at_k_figure(
@@ -221,8 +192,8 @@ def recall_at_k_figure(
     styles: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Figure:
     """The figure :func:`recall_at_k_curve` writes."""
-    with matplotlib.rc_context(_STYLE):
-        figure, axes = _figure(title, "k (documents retrieved)", f"{measure}@k")
+    with matplotlib.rc_context(STYLE):
+        figure, axes = new_figure(title, "k (documents retrieved)", f"{measure}@k")
         for index, (label, points) in enumerate(curves.items()):
             ks = sorted(points)
             # about ten markers a curve: one on each of a hundred cut-offs would hide the line
@@ -234,42 +205,7 @@ def recall_at_k_figure(
         elif len({k for points in curves.values() for k in points}) <= 20:
             axes.xaxis.get_major_locator().set_params(integer=True)
         axes.set_ylim(-0.02, 1.02)
-        _legend(axes)
-        return figure
-
-
-def loss_curves(
-    history: Sequence[Mapping[str, Any]], out_stem: str | Path, title: str = "Pretraining loss"
-) -> tuple[Path, Path]:
-    """MLM and NSP losses against the step: training (every step) and held-out (markers)."""
-    return _save(loss_figure(history, title), out_stem)
-
-
-LOSS_SPLITS = {"train": "training (each step)", "heldout": "held-out"}
-LOSS_NAMES = {"mlm": "MLM", "nsp": "NSP"}
-
-
-def loss_figure(history: Sequence[Mapping[str, Any]], title: str = "Pretraining loss") -> Figure:
-    """The figure :func:`loss_curves` writes: one panel per loss that was trained (NSP only when
-    some row has it), each on its own y scale, as the two losses differ in size (NSP, a binary
-    choice, sits near ln 2 while MLM starts near ln of the vocabulary size)."""
-    losses = [loss for loss in LOSS_NAMES if any(row[loss] for row in history)] or ["mlm"]
-    with matplotlib.rc_context(_STYLE):
-        size = (FIGSIZE[0] * len(losses), FIGSIZE[1])
-        figure = Figure(figsize=size, dpi=DPI, layout="constrained")
-        FigureCanvasAgg(figure)
-        panels = figure.subplots(1, len(losses), squeeze=False)[0]
-        for axes, loss in zip(panels, losses, strict=True):
-            for index, (split, name) in enumerate(LOSS_SPLITS.items()):
-                rows = [row for row in history if row["split"] == split]
-                # every training step carries a marker of its own, which would hide the line
-                style = {**series_style(index), "marker": "o" if split == "heldout" else "none"}
-                axes.plot([row["step"] for row in rows], [row[loss] for row in rows],
-                          label=name, **style)  # fmt: skip
-            axes.set_xlabel("training step")
-            axes.set_ylabel(f"{LOSS_NAMES[loss]} loss (cross-entropy, nats)")
-            _legend(axes)
-        figure.suptitle(title)
+        add_legend(axes)
         return figure
 
 
@@ -368,7 +304,7 @@ def label_panels(
 
 def label_bar_figure(panels: Sequence[LabelPanel], ylabel: str, title: str) -> Figure:
     """Grouped bars, one panel per label column, every panel on the same y scale."""
-    with matplotlib.rc_context(_STYLE):
+    with matplotlib.rc_context(STYLE):
         size = (max(FIGSIZE[0], LABEL_PANEL_WIDTH * len(panels)), FIGSIZE[1])
         figure = Figure(figsize=size, dpi=DPI, layout="constrained")
         FigureCanvasAgg(figure)
@@ -380,7 +316,7 @@ def label_bar_figure(panels: Sequence[LabelPanel], ylabel: str, title: str) -> F
             for index, run in enumerate(runs):
                 offset = (index - (len(runs) - 1) / 2) * width
                 xs = [position + offset for position in range(len(panel.values))]
-                color = _COLORS[index % len(_COLORS)]
+                color = PALETTE[index % len(PALETTE)]
                 bars = axes.bar(xs, panel.means[run], width, color=color)
                 if axes is grid[0]:
                     containers.append(bars)
@@ -406,7 +342,7 @@ def by_label_bars(
     panels: Sequence[LabelPanel], out_stem: str | Path, ylabel: str, title: str
 ) -> tuple[Path, Path]:
     """Paper 000 Fig. 2: :func:`label_bar_figure` written as PNG and SVG."""
-    return _save(label_bar_figure(panels, ylabel, title), out_stem)
+    return save_figure(label_bar_figure(panels, ylabel, title), out_stem)
 
 
 # --- paper 000 Fig. 3: ranks of a fused run's top documents in its inputs ----------------------
@@ -489,7 +425,9 @@ def rank_scatter(
     sits on the "not retrieved" line at the top edge as a triangle. Relevant documents
     (relevance >= ``min_relevance``) are filled, the others hollow. Writes PNG, SVG and the TSV
     of :func:`write_rank_rows` (same stem)."""
-    png, svg = _save(rank_scatter_figure(rows, labels, title, min_relevance, max_rank), out_stem)
+    png, svg = save_figure(
+        rank_scatter_figure(rows, labels, title, min_relevance, max_rank), out_stem
+    )
     stem = Path(out_stem)
     tsv = write_rank_rows(rows, labels, stem.with_name(stem.name + ".tsv"))
     return png, svg, tsv
@@ -504,11 +442,11 @@ def rank_scatter_figure(
 ) -> Figure:
     """The figure :func:`rank_scatter` writes."""
     top = max_rank * 2  # the "not retrieved" line, one step above max_rank on the log axis
-    with matplotlib.rc_context(_STYLE):
-        figure, axes = _figure(title, "rank in the fused run", "rank in the input run")
+    with matplotlib.rc_context(STYLE):
+        figure, axes = new_figure(title, "rank in the fused run", "rank in the input run")
         width = 0.5 / max(len(labels), 1)
         for index, label in enumerate(labels):
-            color = _COLORS[index % len(_COLORS)]
+            color = PALETTE[index % len(PALETTE)]
             offset = (index - (len(labels) - 1) / 2) * width
             for row in rows:
                 rank = row.ranks[label]
@@ -542,7 +480,7 @@ def rank_scatter_figure(
         axes.set_xticks(range(1, len(rows) + 1))
         axes.set_xlim(0.4, max(len(rows), 1) + 0.6)
         handles = [
-            Line2D([], [], color=_COLORS[i % len(_COLORS)], linestyle="none", label=label,
+            Line2D([], [], color=PALETTE[i % len(PALETTE)], linestyle="none", label=label,
                    marker=_RUN_MARKERS[i % len(_RUN_MARKERS)])
             for i, label in enumerate(labels)
         ]  # fmt: skip
@@ -655,7 +593,7 @@ def head_to_head_bars(
     """Paper 001 Fig. 2: (a) topics where each run scores higher, ties in grey, and (b) each
     run's mean ``metric``, per value of label ``column``. Writes PNG, SVG and the TSV of
     :func:`write_head_to_head` (same stem)."""
-    png, svg = _save(head_to_head_figure(rows, runs, column, metric, title), out_stem)
+    png, svg = save_figure(head_to_head_figure(rows, runs, column, metric, title), out_stem)
     stem = Path(out_stem)
     tsv = write_head_to_head(rows, runs, column, metric, stem.with_name(stem.name + ".tsv"))
     return png, svg, tsv
@@ -668,13 +606,13 @@ def head_to_head_figure(
     (topics, a mean score), so each has its own y scale."""
     values = [f"{row.value} (n={row.topics})" for row in rows]
     positions = range(len(rows))
-    with matplotlib.rc_context(_STYLE):
+    with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=(2 * FIGSIZE[0], FIGSIZE[1]), dpi=DPI, layout="constrained")
         FigureCanvasAgg(figure)
         wins, means = figure.subplots(1, 2)
         width = 0.8 / 3
         for index, run in enumerate(runs):
-            color = _COLORS[index % len(_COLORS)]
+            color = PALETTE[index % len(PALETTE)]
             offset = (index - 1) * width
             bars = wins.bar([x + offset for x in positions], [row.higher[index] for row in rows],
                             width, color=color, label=run)  # fmt: skip
@@ -695,7 +633,7 @@ def head_to_head_figure(
             axes.grid(axis="x", visible=False)
             axes.margins(y=0.1)  # room for the bar labels
         figure.suptitle(title)
-        _legend(wins)
+        add_legend(wins)
         return figure
 
 
@@ -765,13 +703,13 @@ def table_figure(
     """A table drawn as PNG and SVG (paper 004 Fig. 3 is a table printed as a figure): a header
     row on grey, its names wrapped to two lines at most, one line per row, each column as wide
     as its longest cell; cells as given (format numbers before)."""
-    return _save(table_figure_of(header, rows, title), out_stem)
+    return save_figure(table_figure_of(header, rows, title), out_stem)
 
 
 def table_figure_of(header: Sequence[str], rows: Sequence[Sequence[str]], title: str) -> Figure:
     """The figure :func:`table_figure` writes."""
     wrapped = [textwrap.fill(name, max(12, math.ceil(len(name) / 2))) for name in header]
-    with matplotlib.rc_context(_STYLE):
+    with matplotlib.rc_context(STYLE):
         height = 1.0 + 0.35 * (len(rows) + 2)
         figure = Figure(figsize=(FIGSIZE[0] * 1.5, height), dpi=DPI, layout="constrained")
         FigureCanvasAgg(figure)
@@ -797,37 +735,6 @@ def table_figure_of(header: Sequence[str], rows: Sequence[Sequence[str]], title:
                 cell.set_text_props(weight="bold")
         axes.set_title(title)
         return figure
-
-
-def _figure(title: str, xlabel: str, ylabel: str):
-    figure = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
-    FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
-    axes.set_title(title)
-    axes.set_xlabel(xlabel)
-    axes.set_ylabel(ylabel)
-    return figure, axes
-
-
-def _legend(axes) -> None:
-    """A legend of the labelled artists of ``axes``, beside the axes when long."""
-    labels = axes.get_legend_handles_labels()[1]
-    if len(labels) > LEGEND_INSIDE_MAX:  # a long legend would hide curves: beside the axes
-        axes.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize="small")
-    elif labels:
-        axes.legend(loc="best")
-
-
-def _save(figure: Figure, out_stem: str | Path) -> tuple[Path, Path]:
-    """Write ``<out_stem>.png`` and ``<out_stem>.svg`` atomically; return both paths."""
-    stem = Path(out_stem)
-    png, svg = stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".svg")
-    with matplotlib.rc_context(_STYLE):  # the SVG settings are read when saving
-        with atomic_output(png, "wb") as out:
-            figure.savefig(out, format="png", dpi=DPI, metadata=_PNG_METADATA)
-        with atomic_output(svg, "wb") as out:
-            figure.savefig(out, format="svg", metadata=_SVG_METADATA)
-    return png, svg
 
 
 def draw(

@@ -49,9 +49,7 @@ from typing import Literal
 import numpy as np
 
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.runs import Run, canonicalize, ranked
-
-DEFAULT_K = 1000
+from hybrid_ir.runs import DEFAULT_K, Run, canonicalize, ranked
 
 
 def minmax(docs: dict[str, float]) -> dict[str, float]:

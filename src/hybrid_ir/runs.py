@@ -57,6 +57,8 @@ def canonicalize(run: Run, k: int | None = None) -> Run:
     return {topic: dict(ranked(docs, k)) for topic, docs in run.items()}
 
 
+DEFAULT_K = 1000
+"""Documents a run keeps per topic unless told otherwise (trec_eval's and pyserini's depth)."""
 DUPLICATE_POLICIES = ("max", "first", "error")
 """What :func:`read_run` does with a document listed twice for one topic (module docstring)."""
 _KEPT = {"max": "the highest score", "first": "the first line's score"}

@@ -19,27 +19,25 @@ documents that share a term with the query, and :func:`hybrid_ir.runs.canonicali
 0 shares no weighted term with the query and is not returned, so a topic may hold fewer than
 ``k`` documents (or none, which the run keeps as an empty topic).
 
-:func:`grid_search_bm25` and :func:`tune_interleave` are paper 002's k1/b grid (Appendix F) and
-ensemble share eta (Algorithm 1, Table 2); its Recall@k curve (Fig. 1) is
-:func:`hybrid_ir.evaluate.recall_curve`.
+:func:`grid_search_bm25` is paper 002's k1/b grid (Appendix F); its ensemble share eta
+(Algorithm 1, Table 2) is :func:`hybrid_ir.sweeps.tune_interleave` and its Recall@k curve
+(Fig. 1) :func:`hybrid_ir.evaluate.recall_curve`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, Self, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Self, TypeAlias, TypeVar
 
 import numpy as np
 from scipy import sparse
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer, TfidfVectorizer
 from sklearn.preprocessing import normalize
 
-from hybrid_ir.crossval import grid, grid_search
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.evaluate import Qrels, evaluate
-from hybrid_ir.fusion import interleave
+from hybrid_ir.evaluate import Qrels
+from hybrid_ir.grids import Tuned, grid, grid_search, measure_per_topic, tuned
 from hybrid_ir.runs import Run, canonicalize
 
 if TYPE_CHECKING:
@@ -54,13 +52,6 @@ K1S: tuple[float, ...] = (1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0)
 1.9 (the grid steps by 0.1 from 1.1 to 2.0)."""
 BS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)
 """Paper 002 Appendix F's b grid."""
-ETAS: tuple[float, ...] = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
-"""BM25's share eta in the ensemble, on paper 002 Table 2's 0.1 grid, largest first: the first
-maximum wins, so TF-IDF gets a share only if that scores strictly better ("the best portion of
-the contribution of BM25 is 1.00 ... taking TF-IDF predictions into account will not increase
-the performance", §3.1). 0 is left out: Algorithm 1 with eta = 0 never takes a TF-IDF prediction
-(``i < 0`` never holds) and returns BM25's list, the same run as eta = 1."""
-
 P = TypeVar("P", bound=Hashable)
 
 
@@ -403,35 +394,6 @@ def _check_bm25(k1: float, b: float) -> None:
         raise ConfigError(f"BM25 b must be in [0, 1], got {b!r}")
 
 
-@dataclass(frozen=True)
-class Tuned(Generic[P]):
-    """A grid search's outcome for one measure.
-
-    ``per_topic`` is ``{param: {topic: score}}`` in grid order, the table
-    :func:`hybrid_ir.crossval.cross_validate` takes; ``scores`` holds each parameter's mean
-    (the measure's aggregate); ``best`` is the first parameter in grid order with the highest
-    mean.
-    """
-
-    per_topic: dict[P, dict[str, float]]
-    scores: dict[P, float]
-    best: P
-    best_score: float
-
-
-def _tuned(per_topic: dict[P, dict[str, float]]) -> Tuned[P]:
-    scores = {param: float(np.mean(list(table.values()))) for param, table in per_topic.items()}
-    best = max(scores, key=scores.__getitem__)  # max keeps the first of equal maxima
-    return Tuned(per_topic, scores, best, scores[best])
-
-
-def _measure_per_topic(qrels: Qrels, run: Run, measure: str) -> dict[str, float]:
-    per_query = evaluate(qrels, run, [measure]).per_query
-    if list(per_query) != [measure]:
-        raise ConfigError(f"tuning needs a single measure, not the set {measure!r}")
-    return per_query[measure]
-
-
 def grid_search_bm25(
     model: SparseBM25,
     queries: Mapping[str, str],
@@ -443,7 +405,7 @@ def grid_search_bm25(
 ) -> Tuned[tuple[float, float]]:
     """Paper 002's first tuning stage: every ``(k1, b)`` of the grid scored on ``measure``.
 
-    Points follow :func:`hybrid_ir.crossval.grid` order (k1 outer, b inner), which decides ties.
+    Points follow :func:`hybrid_ir.grids.grid` order (k1 outer, b inner), which decides ties.
     The queries are analysed once and only the weights are recomputed per point; the model is
     left with the ``k1, b`` it had, so using the best pair is an explicit
     ``model.set_params(*result.best)``. ``k`` is the depth of each run the measure sees; most of
@@ -470,30 +432,9 @@ def grid_search_encoded(
 
     def score(point: tuple[float, float]) -> dict[str, float]:
         model.set_params(*point)
-        return _measure_per_topic(qrels, model.rank(topics, matrix, k), measure)
+        return measure_per_topic(qrels, model.rank(topics, matrix, k), measure)
 
     try:
-        return _tuned(grid_search(score, points))
+        return tuned(grid_search(score, points))
     finally:
         model.set_params(*original)
-
-
-def tune_interleave(
-    first: Run,
-    second: Run,
-    qrels: Qrels,
-    measure: str,
-    etas: Sequence[float] = ETAS,
-    k: int = 10,
-) -> Tuned[float]:
-    """Paper 002's second tuning stage: BM25's share eta in Algorithm 1, by grid search.
-
-    ``first`` is BM25's run and ``second`` TF-IDF's (:func:`hybrid_ir.fusion.interleave`);
-    ``k`` is the ensemble's number of predictions, 10 for the paper's Recall@10. Tune on a
-    development split's qrels and apply ``best`` to the test runs.
-    """
-    return _tuned(
-        grid_search(
-            lambda eta: _measure_per_topic(qrels, interleave(first, second, eta, k), measure), etas
-        )
-    )

@@ -15,8 +15,16 @@ from typing import Any
 
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.evaluate import Qrels, evaluate, resolve_measures
-from hybrid_ir.fusion import fuse
+from hybrid_ir.fusion import fuse, interleave
+from hybrid_ir.grids import Tuned, grid_search, measure_per_topic, tuned
 from hybrid_ir.runs import Run
+
+ETAS: tuple[float, ...] = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
+"""BM25's share eta in the ensemble, on paper 002 Table 2's 0.1 grid, largest first: the first
+maximum wins, so TF-IDF gets a share only if that scores strictly better ("the best portion of
+the contribution of BM25 is 1.00 ... taking TF-IDF predictions into account will not increase
+the performance", §3.1). 0 is left out: Algorithm 1 with eta = 0 never takes a TF-IDF prediction
+(``i < 0`` never holds) and returns BM25's list, the same run as eta = 1."""
 
 
 def _scores(
@@ -119,3 +127,24 @@ def _by_language(
         run = fuse(method, runs, **{**params, parameter: best})
         fused |= {topic: docs for topic, docs in run.items() if evaluated.get(topic) == language}
     return choices, fused
+
+
+def tune_interleave(
+    first: Run,
+    second: Run,
+    qrels: Qrels,
+    measure: str,
+    etas: Sequence[float] = ETAS,
+    k: int = 10,
+) -> Tuned[float]:
+    """Paper 002's second tuning stage: BM25's share eta in Algorithm 1, by grid search.
+
+    ``first`` is BM25's run and ``second`` TF-IDF's (:func:`hybrid_ir.fusion.interleave`);
+    ``k`` is the ensemble's number of predictions, 10 for the paper's Recall@10. Tune on a
+    development split's qrels and apply ``best`` to the test runs.
+    """
+    return tuned(
+        grid_search(
+            lambda eta: measure_per_topic(qrels, interleave(first, second, eta, k), measure), etas
+        )
+    )

@@ -4,8 +4,8 @@ import json
 import logging
 from pathlib import Path
 
-from hybrid_ir.figures import loss_curves
 from hybrid_ir.logged import run_step
+from hybrid_ir.loss_figure import loss_curves
 from hybrid_ir.neural.devices import claim_gpus, resolve_device, set_threads
 from hybrid_ir.neural.distributed import process_count
 from hybrid_ir.neural.pretrain import pretrain_job, write_losses

@@ -39,11 +39,10 @@ import numpy as np
 
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.formats import atomic_directory, read_records
-from hybrid_ir.fusion import DEFAULT_K
 from hybrid_ir.neural.devices import autocast, set_threads
 from hybrid_ir.neural.shards import ENCODE_WINDOW, SHARD_SIZE, ShardWriter, encode_to_shards
 from hybrid_ir.neural.shards import read_shards as _read_shards
-from hybrid_ir.runs import Run, canonicalize
+from hybrid_ir.runs import DEFAULT_K, Run, canonicalize
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
