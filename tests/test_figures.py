@@ -758,3 +758,72 @@ def test_rank_scatter_and_table_figures(fused_run):
     assert axes.get_title() == "Stats"
     cells = {cell.get_text().get_text() for cell in axes.tables[0].get_celld().values()}
     assert cells == {"Collection", "#Documents", "Toy", "3"}
+
+
+# the registry of figure kinds -----------------------------------------------------------------
+
+
+def test_the_schema_lists_exactly_the_registered_kinds():
+    from hybrid_ir.figure_kinds import FIGURE_KINDS
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    figure = schema["properties"]["figures"]["additionalProperties"]["properties"]
+    assert figure["kind"]["enum"] == list(FIGURE_KINDS)
+    from hybrid_ir import figures
+
+    for kind in FIGURE_KINDS.values():
+        assert callable(getattr(figures, kind.draw)), kind.draw
+
+
+def test_a_new_kind_is_one_registry_entry_and_its_drawing_function(monkeypatch, tmp_path):
+    from hybrid_ir import figures
+    from hybrid_ir.figure_kinds import (
+        FIGURE_KINDS,
+        FigureKind,
+        figure_inputs,
+        figure_outputs,
+        output_keys,
+    )
+
+    drawn = []
+
+    def draw_topic_counts(data):
+        drawn.append((sorted(data.runs), data.title))
+        data.tsv.write_text("topics\n", encoding="utf-8")
+        return (data.tsv,)
+
+    monkeypatch.setitem(
+        FIGURE_KINDS, "topic_counts", FigureKind("draw_topic_counts", writes=("tsv",))
+    )
+    monkeypatch.setattr(figures, "draw_topic_counts", draw_topic_counts, raising=False)
+    spec = {"kind": "topic_counts", "collection": "cf", "topics": "all", "qrels": "graded",
+            "runs": {"VSR": "vsr"}, "title": "Counts"}  # fmt: skip
+    config = {"figures": {"counts": spec}, "sweeps": {}, "collections": {}}
+    assert output_keys("topic_counts") == ("png", "svg", "tsv")
+    assert list(figure_outputs("counts", spec).values()) == [
+        "results/figures/counts.png", "results/figures/counts.svg", "results/figures/counts.tsv",
+    ]  # fmt: skip
+    assert figure_inputs("counts", config, lambda c, t, r: f"{c}/{t}/{r}.trec") == {
+        "VSR": "cf/all/vsr.trec",
+        "qrels": "results/collections/cf/qrels/graded.qrels",
+    }
+    assert draw("topic_counts", spec, CF_RUNS, CF_QRELS, None, tmp_path / "counts")
+    assert drawn == [(sorted(CF_RUNS), "Counts")]
+
+
+def test_collection_stats_is_drawn_from_its_datasets(tmp_path):
+    from hybrid_ir.figures import Dataset
+
+    corpus, topics, qrels = _stats_files(tmp_path)
+    settings = {
+        "sections": ["title", "text"],
+        "query_fields": ["title", "text"],
+        "min_relevance": 1,
+    }
+    spec = {"kind": "collection_stats", "title": "Stats", "notes": ["a note"]}
+    written = draw(
+        "collection_stats", spec, {}, None, None, tmp_path / "fig3",
+        datasets=[Dataset("Toy", settings, str(corpus), str(topics), str(qrels))],
+    )  # fmt: skip
+    assert [path.name for path in written] == ["fig3.png", "fig3.svg", "fig3.tsv", "fig3.md"]
+    assert "| Toy | 2 | 3 | 1.50 |" in (tmp_path / "fig3.md").read_text(encoding="utf-8")

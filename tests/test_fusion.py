@@ -437,3 +437,18 @@ def test_linear_union_matches_pya0_merge_run_files(tmp_path, alpha):
     assert "5" in theirs
     ours = linear(read_run(dense_path), read_run(base_path), alpha, topics="union")
     _assert_same_as_pya0(ours, theirs)
+
+
+def test_the_schema_names_exactly_the_registered_fusion_methods():
+    """Fusions and sweeps take the methods of the registry, no more, no fewer."""
+    import yaml
+
+    from hybrid_ir.fusion import FUSION_METHODS
+
+    schema = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text()
+    )
+    fusion = schema["properties"]["fusions"]["additionalProperties"]["additionalProperties"]
+    sweep = schema["properties"]["sweeps"]["additionalProperties"]
+    for entry in (fusion, sweep):
+        assert entry["properties"]["method"]["enum"] == list(FUSION_METHODS)

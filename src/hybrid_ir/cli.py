@@ -10,9 +10,12 @@ from importlib.metadata import version
 from pathlib import Path
 
 from hybrid_ir import paths
+from hybrid_ir.crossval import ALPHAS, PAPER_SEED
 from hybrid_ir.errors import ConfigError, HybridIRError, printable
 from hybrid_ir.formats import MAX_RELEVANCE, atomic_output, relevance_limit
-from hybrid_ir.runs import DUPLICATE_POLICIES
+from hybrid_ir.fusion import FUSION_METHODS
+from hybrid_ir.lucene.index import LAYOUTS
+from hybrid_ir.runs import DEFAULT_K, DUPLICATE_POLICIES
 from hybrid_ir.stats import PERMUTATIONS, RANDOMIZATION_SEED
 
 SEED_MAX = 2**32 - 1
@@ -397,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("files", nargs="+", help="files inside the mirror folder")
     add.add_argument("--mirror", default=None, help="mirror folder (default: $HYBRID_IR_MIRROR)")
     add.add_argument(
-        "--manifest", default="workflow/resources/manifest.tsv", help="manifest to update"
+        "--manifest", default=paths.MANIFEST, help="manifest to update"
     )
     add.add_argument(
         "--url",
@@ -410,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sources.add_argument("sources", help="SOURCES.md at the root of the mirror's data folder")
     sources.add_argument(
-        "-o", "--output", default="workflow/resources/manifest.tsv", help="manifest to write"
+        "-o", "--output", default=paths.MANIFEST, help="manifest to write"
     )
     sources.set_defaults(handler=_manifest_from_sources)
 
@@ -446,7 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fetch.add_argument("paths", nargs="+", help="manifest paths, e.g. cf/original/cfquery")
     fetch.add_argument(
-        "--manifest", default="workflow/resources/manifest.tsv", help="manifest of the raw files"
+        "--manifest", default=paths.MANIFEST, help="manifest of the raw files"
     )
     fetch.add_argument("--mirror", default=None, help="mirror folder (default: $HYBRID_IR_MIRROR)")
     fetch.add_argument(
@@ -490,7 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("index", help="index folder to write")
     index.add_argument(
         "--layout",
-        choices=["flat", "multifield"],
+        choices=LAYOUTS,
         default="flat",
         help="flat: title and text in one field; multifield: one field each",
     )
@@ -503,13 +506,13 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("-o", "--output", required=True, help="run file to write")
     search.add_argument(
         "--layout",
-        choices=["flat", "multifield"],
+        choices=LAYOUTS,
         default="flat",
         help="the index's layout, as built",
     )
     search.add_argument("--k1", type=float, default=0.9, help="BM25 k1")
     search.add_argument("--b", type=float, default=0.4, help="BM25 b")
-    search.add_argument("--depth", type=int, default=1000, help="documents kept per topic")
+    search.add_argument("--depth", type=int, default=DEFAULT_K, help="documents kept per topic")
     search.add_argument(
         "--remove-query",
         action="store_true",
@@ -565,12 +568,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure sets and/or ir_measures names (default: arqmath, unlike evaluate's beir)",
     )
     crossval.add_argument("--folds", type=int, default=5, help="number of folds")
-    crossval.add_argument("--seed", type=_seed, default=1234, help="seed of the fold split")
+    crossval.add_argument("--seed", type=_seed, default=PAPER_SEED, help="seed of the fold split")
     crossval.add_argument(
         "--alphas",
         type=float,
         nargs="+",
-        default=[round(0.1 * i, 1) for i in range(1, 10)],
+        default=list(ALPHAS),
         help="alphas tried on each fold",
     )
     crossval.add_argument(
@@ -578,7 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="pya0 crossvalidate.py's folds and fold means (numpy shuffle, 4-decimal rounding)",
     )
-    crossval.add_argument("--depth", type=int, default=1000, help="documents kept per topic")
+    crossval.add_argument("--depth", type=int, default=DEFAULT_K, help="documents kept per topic")
     crossval.add_argument(
         "-o", "--output", help="write the full report (JSON) here (default: none, table only)"
     )
@@ -587,10 +590,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     fuse = command(
         "fuse",
-        help="fuse runs: linear (min-max, alpha on the first run), rerank, combsum, borda, isr, "
-        "log_isr, rrf, interleave (eta on the first run), score_hybrid (lam on the first run)",
+        help=f"fuse runs: {', '.join(FUSION_METHODS)} (linear, interleave and score_hybrid "
+        "weigh the first run)",
     )
-    fuse.add_argument("--method", required=True, help="fusion method, one of the above")
+    fuse.add_argument(
+        "--method", required=True, help=f"fusion method: {', '.join(FUSION_METHODS)}"
+    )
     fuse.add_argument(
         "--alpha",
         type=float,
@@ -607,7 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="score_hybrid: weight of the first (dense) run (no default: score_hybrid needs it)",
     )
-    fuse.add_argument("--depth", type=int, default=1000, help="documents kept per topic")
+    fuse.add_argument("--depth", type=int, default=DEFAULT_K, help="documents kept per topic")
     fuse.add_argument("--tag", default=None, help="run tag (default: the method)")
     fuse.add_argument("runs", nargs="+", help="TREC or ARQMath-TSV run files")
     fuse.add_argument(

@@ -15,6 +15,7 @@ import yaml
 from hybrid_ir.checks import topic_sets
 from hybrid_ir.errors import ConfigError, cut
 from hybrid_ir.evaluate import resolve_measures
+from hybrid_ir.figure_kinds import FIGURE_KINDS
 from hybrid_ir.formats import YAML_LOADER, load_yaml
 from hybrid_ir.fusion import check_fusion
 from hybrid_ir.hub import check_pins, local_checkpoint
@@ -462,10 +463,11 @@ def _sweep_figures_from_sweeps(config: dict, source: str) -> None:
     """A sweep figure's collection, topic and qrels sets are its sweep's; a collection_stats
     figure has none of its own, only its datasets', whose qrels set defaults to the topic set."""
     for name, figure in config["figures"].items():
-        if figure["kind"] == "collection_stats":
+        reads = FIGURE_KINDS[figure["kind"]].reads
+        if "datasets" in reads:
             for dataset in figure["datasets"].values():
                 dataset.setdefault("qrels", dataset["topics"])
-        if figure["kind"] != "sweep":
+        if "sweep_report" not in reads:
             continue
         if figure.get("sweep") not in config["sweeps"]:
             raise ConfigError(f"{source}: figures.{name}.sweep: no sweep {figure.get('sweep')!r}")
@@ -868,7 +870,7 @@ def _check_runs_and_tables(config: dict) -> None:
                     f"{tuned['collection']}/{tuned['topics']}"
                 )
     for name, figure in config.get("figures", {}).items():
-        if figure["kind"] == "collection_stats":
+        if "datasets" in FIGURE_KINDS[figure["kind"]].reads:
             for label, dataset in figure["datasets"].items():
                 where = f"figures.{name}.datasets.{label}"
                 _check_collection_sets(config, where, dataset)
@@ -881,7 +883,7 @@ def _check_runs_and_tables(config: dict) -> None:
             _check_run(config, f"figures.{name}.runs", figure["collection"], figure["topics"], run)
         if "sweep" in figure and figure["sweep"] not in config.get("sweeps", {}):
             raise ConfigError(f"config: figures.{name}.sweep: no sweep {figure['sweep']!r}")
-        if "sweep" in figure and figure["kind"] != "sweep":
+        if "sweep" in figure and "sweep_runs" in FIGURE_KINDS[figure["kind"]].reads:
             sweep = config["sweeps"][figure["sweep"]]
             if (sweep["collection"], sweep["topics"]) != (figure["collection"], figure["topics"]):
                 raise ConfigError(

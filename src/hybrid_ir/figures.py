@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import math
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,8 +37,18 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from hybrid_ir.collection_stats import (
+    HEADER,
+    collection_stats_of_files,
+    table_rows,
+    write_stats_markdown,
+    write_stats_tsv,
+)
 from hybrid_ir.errors import ConfigError, InputFormatError
+from hybrid_ir.evaluate import RECALL_LEVELS, evaluate, load_qrels, recall_curve
+from hybrid_ir.figure_kinds import figure_kind
 from hybrid_ir.formats import atomic_output, read_table, write_table
+from hybrid_ir.fusion import fuse
 from hybrid_ir.plotting import (
     DPI,
     FIGSIZE,
@@ -643,8 +653,6 @@ def head_to_head_figure(
 def metric_at_k(qrels: Qrels, run: Run, measure: str, max_k: int) -> dict[int, float]:
     """``measure``@k (an ir_measures name taking a cutoff, e.g. nDCG) for k = 1 ... ``max_k``,
     averaged over every qrels topic (trec_eval ``-c``)."""
-    from hybrid_ir.evaluate import evaluate
-
     names = {k: f"{measure}@{k}" for k in range(1, max_k + 1)}
     aggregate = evaluate(qrels, run, list(names.values())).aggregate
     return {k: aggregate[name] for k, name in names.items()}
@@ -669,8 +677,6 @@ def sweep_runs(
     """The fused run at each of ``values`` of a configured sweep (``method``, ``parameter``,
     ``params`` as in ``sweeps.<name>``) over its input ``runs``, by curve label: ``label`` with
     ``{parameter}`` and ``{value}`` filled in (e.g. ``lambda = {value}``)."""
-    from hybrid_ir.fusion import fuse
-
     unknown = [value for value in values if value not in sweep["values"]]
     if unknown:
         raise ConfigError(f"sweep values {unknown} are not among the sweep's {sweep['values']}")
@@ -737,6 +743,60 @@ def table_figure_of(header: Sequence[str], rows: Sequence[Sequence[str]], title:
         return figure
 
 
+@dataclass(frozen=True)
+class Dataset:
+    """One row of a collection_stats figure: its label, settings and canonical files."""
+
+    name: str
+    settings: Mapping[str, Any]
+    corpus: str
+    topics: str
+    qrels: str
+
+
+@dataclass(frozen=True)
+class FigureData:
+    """What a kind's drawing function gets: the figure's configuration, where to write, and
+    what its kind reads (:data:`hybrid_ir.figure_kinds.FIGURE_KINDS`)."""
+
+    spec: Mapping[str, Any]
+    out_stem: Path
+    runs: Mapping[str, Run]
+    qrels: Qrels | None = None
+    sweep_report: Mapping[str, Any] | None = None
+    sweep: tuple[Mapping[str, Any], Sequence[Run]] | None = None
+    topic_labels: Mapping[str, Mapping[str, str]] | None = None
+    fused: Run | None = None
+    fused_name: str = "the fused run"
+    datasets: Sequence[Dataset] = ()
+
+    @property
+    def title(self) -> str:
+        return self.spec.get("title", self.out_stem.name)
+
+    @property
+    def tsv(self) -> Path:
+        return self.out_stem.with_name(self.out_stem.name + ".tsv")
+
+    def judged(self, kind: str) -> Qrels:
+        """The qrels, which a ``kind`` figure of runs cannot do without."""
+        if self.qrels is None:
+            raise ConfigError(f"a {kind} figure of runs needs qrels")
+        return self.qrels
+
+    def with_sweep_curves(self, kind: str) -> tuple[Mapping[str, Run], dict[str, dict[str, Any]]]:
+        """The runs plus, with a ``sweep`` in the spec, the sweep's fused run at each of its
+        ``sweep_values`` (dashed, :func:`sweep_styles`), and each curve's line properties."""
+        if "sweep" not in self.spec:
+            return self.runs, {}
+        if self.sweep is None:
+            raise ConfigError(f"a {kind} figure with a sweep needs the sweep and its input runs")
+        settings, inputs = self.sweep
+        values = self.spec.get("sweep_values", settings["values"])
+        swept = sweep_runs(settings, inputs, values, self.spec["sweep_label"])
+        return {**self.runs, **swept}, sweep_styles(list(swept))
+
+
 def draw(
     kind: str,
     spec: Mapping[str, Any],
@@ -748,94 +808,112 @@ def draw(
     fused: Run | None = None,
     fused_name: str = "the fused run",
     sweep: tuple[Mapping[str, Any], Sequence[Run]] | None = None,
+    datasets: Sequence[Dataset] = (),
 ) -> tuple[Path, ...]:
-    """A configured figure: ``pr_curves`` and ``recall_curve`` of labelled runs, ``ndcg_at_k``
-    (NDCG@k, k = 1 ... ``max_k``), ``sweep`` (a metric against the swept parameter, with the
-    labelled runs as reference lines), ``by_label`` (a metric by topic label; needs
-    ``topic_labels``, :func:`read_topic_labels`), ``head_to_head`` (two runs topic by topic
-    per label value; needs ``topic_labels``) or ``rank_scatter`` (needs the ``fused`` run, read
-    from ``fused_name``). ``pr_curves`` and ``ndcg_at_k`` draw, besides the runs, one curve per
-    ``sweep_values`` of their ``sweep``: its configuration and input runs are ``sweep``."""
-    from hybrid_ir.evaluate import RECALL_LEVELS, evaluate, recall_curve
+    """A configured figure of any kind (:data:`hybrid_ir.figure_kinds.FIGURE_KINDS` names the
+    function here that draws it); returns the files written."""
+    data = FigureData(
+        spec, Path(out_stem), runs, qrels, sweep_report, sweep, topic_labels, fused, fused_name,
+        datasets,
+    )  # fmt: skip
+    drawer: Callable[[FigureData], tuple[Path, ...]] = globals()[figure_kind(kind).draw]
+    return drawer(data)
 
-    title = spec.get("title", Path(out_stem).name)
-    stem = Path(out_stem)
-    tsv = stem.with_name(stem.name + ".tsv")
-    styles: dict[str, dict[str, Any]] = {}
-    if kind in ("pr_curves", "ndcg_at_k") and "sweep" in spec:
-        if sweep is None:
-            raise ConfigError(f"a {kind} figure with a sweep needs the sweep and its input runs")
-        settings, inputs = sweep
-        swept = sweep_runs(
-            settings, inputs, spec.get("sweep_values", settings["values"]), spec["sweep_label"]
-        )
-        styles = sweep_styles(list(swept))
-        runs = {**runs, **swept}
-    if kind == "pr_curves":
-        columns = [f"IPrec@{level}" for level in RECALL_LEVELS]
-        curves: dict[str, list[float]] = {}
-        for label, run in runs.items():
-            aggregate = evaluate(_needed(qrels, kind), run, columns).aggregate
-            curves[label] = [aggregate[column] for column in columns]
-        return pr_curves(curves, out_stem, title, styles)
-    if kind == "ndcg_at_k":
-        at_k = {
-            label: metric_at_k(_needed(qrels, kind), run, "nDCG", spec["max_k"])
-            for label, run in runs.items()
-        }
-        figure_paths = recall_at_k_curve(at_k, out_stem, title, measure="NDCG", styles=styles)
-        return (*figure_paths, write_curves(at_k, "k", tsv))
-    if kind == "recall_curve":
-        ks = range(1, spec.get("max_k", 100) + 1)
-        recalls = {
-            label: recall_curve(run, _needed(qrels, kind), ks) for label, run in runs.items()
-        }
-        return recall_at_k_curve(recalls, out_stem, title)
-    if kind == "sweep":
-        metric = spec["metric"]
-        references = {
-            label: evaluate(_needed(qrels, kind), run, [metric]).aggregate[metric]
-            for label, run in runs.items()
-        }
-        if sweep_report is None:
-            raise ConfigError("a sweep figure needs the sweep report")
-        series = {spec.get("label", "fused"): [score[metric] for score in sweep_report["scores"]]}
-        return metric_vs_parameter(
-            sweep_report["values"], series, out_stem, spec.get("xlabel", sweep_report["parameter"]),
-            metric, title, references=references,
-        )  # fmt: skip
-    if kind in ("by_label", "head_to_head"):
-        if topic_labels is None:
-            raise ConfigError(f"a {kind} figure needs the label table")
-        metric = spec["metric"]
-        judged = _needed(qrels, kind)
-        scores = {
-            label: evaluate(judged, run, [metric]).per_query[metric] for label, run in runs.items()
-        }
-        if kind == "head_to_head":
-            (column,) = spec["labels"]
-            order = spec["label_order"].get(column, [])
-            compared = head_to_head(scores, topic_labels, column, order)
-            return head_to_head_bars(compared, list(runs), column, metric, out_stem, title)
-        panels = label_panels(scores, topic_labels, spec["labels"], judged, spec["label_order"])
-        return by_label_bars(panels, out_stem, f"mean {metric}", title)
-    if kind == "rank_scatter":
-        if fused is None:
-            raise ConfigError("a rank_scatter figure needs its fused run")
-        rows = fused_rank_rows(
-            fused, runs, _needed(qrels, kind), spec["topic"], spec["cutoff"], fused_name
-        )
-        return rank_scatter(
-            rows, list(runs), out_stem, title, spec["min_relevance"], spec["max_rank"]
-        )
-    raise ConfigError(
-        f"unknown figure kind {kind!r}; choose pr_curves, ndcg_at_k, recall_curve, sweep, "
-        "by_label, head_to_head or rank_scatter"
+
+def draw_pr_curves(data: FigureData) -> tuple[Path, ...]:
+    runs, styles = data.with_sweep_curves("pr_curves")
+    columns = [f"IPrec@{level}" for level in RECALL_LEVELS]
+    curves: dict[str, list[float]] = {}
+    for label, run in runs.items():
+        aggregate = evaluate(data.judged("pr_curves"), run, columns).aggregate
+        curves[label] = [aggregate[column] for column in columns]
+    return pr_curves(curves, data.out_stem, data.title, styles)
+
+
+def draw_ndcg_at_k(data: FigureData) -> tuple[Path, ...]:
+    runs, styles = data.with_sweep_curves("ndcg_at_k")
+    qrels, max_k = data.judged("ndcg_at_k"), data.spec["max_k"]
+    at_k = {label: metric_at_k(qrels, run, "nDCG", max_k) for label, run in runs.items()}
+    figure_paths = recall_at_k_curve(at_k, data.out_stem, data.title, measure="NDCG", styles=styles)
+    return (*figure_paths, write_curves(at_k, "k", data.tsv))
+
+
+def draw_recall_curve(data: FigureData) -> tuple[Path, ...]:
+    ks = range(1, data.spec.get("max_k", 100) + 1)
+    qrels = data.judged("recall_curve")
+    recalls = {label: recall_curve(run, qrels, ks) for label, run in data.runs.items()}
+    return recall_at_k_curve(recalls, data.out_stem, data.title)
+
+
+def draw_sweep(data: FigureData) -> tuple[Path, ...]:
+    metric, report = data.spec["metric"], data.sweep_report
+    references = {
+        label: evaluate(data.judged("sweep"), run, [metric]).aggregate[metric]
+        for label, run in data.runs.items()
+    }
+    if report is None:
+        raise ConfigError("a sweep figure needs the sweep report")
+    series = {data.spec.get("label", "fused"): [score[metric] for score in report["scores"]]}
+    return metric_vs_parameter(
+        report["values"], series, data.out_stem, data.spec.get("xlabel", report["parameter"]),
+        metric, data.title, references=references,
+    )  # fmt: skip
+
+
+def _label_scores(data: FigureData, kind: str) -> tuple[Mapping, Qrels, dict]:
+    if data.topic_labels is None:
+        raise ConfigError(f"a {kind} figure needs the label table")
+    metric, judged = data.spec["metric"], data.judged(kind)
+    scores = {
+        label: evaluate(judged, run, [metric]).per_query[metric] for label, run in data.runs.items()
+    }
+    return data.topic_labels, judged, scores
+
+
+def draw_by_label(data: FigureData) -> tuple[Path, ...]:
+    labels, judged, scores = _label_scores(data, "by_label")
+    spec = data.spec
+    panels = label_panels(scores, labels, spec["labels"], judged, spec["label_order"])
+    return by_label_bars(panels, data.out_stem, f"mean {spec['metric']}", data.title)
+
+
+def draw_head_to_head(data: FigureData) -> tuple[Path, ...]:
+    labels, _, scores = _label_scores(data, "head_to_head")
+    (column,) = data.spec["labels"]
+    compared = head_to_head(scores, labels, column, data.spec["label_order"].get(column, []))
+    return head_to_head_bars(
+        compared, list(data.runs), column, data.spec["metric"], data.out_stem, data.title
     )
 
 
-def _needed(qrels: Qrels | None, kind: str) -> Qrels:
-    """``qrels``, which a ``kind`` figure of runs cannot do without."""
-    if qrels is None:
-        raise ConfigError(f"a {kind} figure of runs needs qrels")
-    return qrels
+def draw_rank_scatter(data: FigureData) -> tuple[Path, ...]:
+    if data.fused is None:
+        raise ConfigError("a rank_scatter figure needs its fused run")
+    spec = data.spec
+    rows = fused_rank_rows(
+        data.fused, data.runs, data.judged("rank_scatter"), spec["topic"], spec["cutoff"],
+        data.fused_name,
+    )  # fmt: skip
+    return rank_scatter(
+        rows, list(data.runs), data.out_stem, data.title, spec["min_relevance"], spec["max_rank"]
+    )
+
+
+def draw_collection_stats(data: FigureData) -> tuple[Path, ...]:
+    """Paper 004 Fig. 3: each dataset's statistics, read from its canonical files, as a table
+    figure, a TSV and a Markdown table (with the spec's notes)."""
+    stats = []
+    for dataset in data.datasets:
+        LOGGER.info("%s: reading %s", dataset.name, dataset.corpus)
+        settings = dataset.settings
+        stats.append(
+            collection_stats_of_files(
+                dataset.name, dataset.corpus, dataset.topics, load_qrels(dataset.qrels),
+                settings["sections"], settings["query_fields"], settings["min_relevance"],
+            )
+        )  # fmt: skip
+    png, svg = table_figure(HEADER, table_rows(stats), data.out_stem, data.spec["title"])
+    markdown = data.out_stem.with_name(data.out_stem.name + ".md")
+    write_stats_tsv(stats, data.tsv)
+    write_stats_markdown(stats, markdown, data.spec["title"], data.spec["notes"])
+    return png, svg, data.tsv, markdown

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 RESULTS = "results"
+MANIFEST = "workflow/resources/manifest.tsv"
+"""The workflow's manifest of raw files (config.yaml's `manifest`)."""
 
 
 def raw(path: str) -> str:

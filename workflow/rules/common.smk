@@ -33,6 +33,9 @@ from hybrid_ir.report import BEYOND, paper_category
 from hybrid_ir.report import category as report_category
 from hybrid_ir.tables import row_sources, source_key, table_groups
 from hybrid_ir.errors import HybridIRError, printable
+from hybrid_ir.lucene.index import LAYOUTS
+from hybrid_ir.figure_kinds import FIGURE_KINDS, figure_outputs, output_keys
+from hybrid_ir.figure_kinds import figure_inputs as planned_figure_inputs
 from hybrid_ir.fetch import load_manifest, mirror_root
 from hybrid_ir.hub import (
     DENSE_MODEL_KEYS,
@@ -89,7 +92,6 @@ FIGURES = config["figures"]
 RUN_DEPTH = config["run_depth"]
 MATH = config["math_models"]
 MATH_RUNS = math_model_runs(MATH) if MATH else {}
-LAYOUTS = ("flat", "multifield")
 # One environment for every rule; a conda path is relative to the file of its rule.
 CONDA_ENV = "../../envs/hybrid-ir.yaml"
 MATH_CONDA_ENV = "../../../envs/hybrid-ir.yaml"  # rules in workflow/rules/math
@@ -333,62 +335,34 @@ def sweep_inputs(wildcards):
 
 
 def figure_inputs(wildcards):
-    """Legend label -> run file, the qrels, and what the figure's kind needs besides: a
-    sweep's report (or, for curves per swept value, the sweep's input runs), a by_label's or
-    head_to_head's label table, a rank_scatter's fused run; a collection_stats figure's
-    corpora, topics and qrels, one per dataset."""
-    name = wildcards.figure
-    figure = FIGURES[name]
-    if figure["kind"] == "collection_stats":
-        datasets = figure["datasets"].values()
-        return {
-            "corpora": [paths.corpus(d["collection"]) for d in datasets],
-            "topics": [paths.topics(d["collection"], d["topics"]) for d in datasets],
-            "qrels": [paths.qrels(d["collection"], d["qrels"]) for d in datasets],
-        }
-    collection, topics = figure["collection"], figure["topics"]
-    reserved = {"qrels", "sweep", "sweep_runs", "label_table", "fused_run"} & set(
-        figure["runs"]
-    )
-    if reserved:
-        raise WorkflowError(
-            f"hybrid-ir: config: figures.{name}.runs: {sorted(reserved)} is a reserved label"
+    """A figure's inputs by what its kind reads (hybrid_ir.figure_kinds)."""
+    try:
+        return planned_figure_inputs(wildcards.figure, config, run_path)
+    except HybridIRError as error:
+        raise WorkflowError(f"hybrid-ir: {printable(str(error))}") from None
+
+
+def figures_of_kind(kind):
+    return [name for name, entry in FIGURES.items() if entry["kind"] == kind]
+
+
+def figure_rule_outputs(kind):
+    """A figure kind's rule outputs; the PNG goes to the report, filed under its paper."""
+    outputs = dict(
+        zip(
+            output_keys(kind),
+            (
+                paths.figure("{figure}", ext)
+                for ext in ("png", "svg", *FIGURE_KINDS[kind].writes)
+            ),
         )
-    inputs = {
-        label: run_path(collection, topics, run)
-        for label, run in figure["runs"].items()
-    }
-    inputs["qrels"] = paths.qrels(collection, figure["qrels"])
-    if figure["kind"] == "sweep":
-        inputs["sweep"] = sweep_report(figure["sweep"])
-    elif "sweep" in figure:
-        inputs["sweep_runs"] = [
-            run_path(collection, topics, run) for run in SWEEPS[figure["sweep"]]["runs"]
-        ]
-    if figure["kind"] in ("by_label", "head_to_head"):
-        if figure["label_table"] not in COLLECTIONS[collection]["tables"]:
-            raise WorkflowError(
-                f"hybrid-ir: config: figures.{name}.label_table: collection {collection!r} "
-                f"writes no table {figure['label_table']!r}"
-            )
-        inputs["label_table"] = paths.table(collection, figure["label_table"])
-    if figure["kind"] == "rank_scatter":
-        inputs["fused_run"] = run_path(collection, topics, figure["fused"])
-    return inputs
-
-
-# Figure kinds that write the numbers they draw as a TSV beside the PNG and SVG.
-TSV_FIGURE_KINDS = ("rank_scatter", "head_to_head", "ndcg_at_k")
-
-
-def figure_outputs(name):
-    """PNG and SVG; the TSV of the numbers drawn for TSV_FIGURE_KINDS; a collection_stats
-    figure's TSV and Markdown table."""
-    outputs = [paths.figure(name, "png"), paths.figure(name, "svg")]
-    if FIGURES[name]["kind"] in (*TSV_FIGURE_KINDS, "collection_stats"):
-        outputs.append(paths.figure(name, "tsv"))
-    if FIGURES[name]["kind"] == "collection_stats":
-        outputs.append(paths.figure(name, "md"))
+    )
+    outputs["png"] = report(
+        outputs["png"],
+        caption="../report/figure.rst",
+        category=lambda w: report_category(w.figure),
+        labels=lambda w: {"name": w.figure},
+    )
     return outputs
 
 
@@ -563,7 +537,11 @@ def all_targets():
     targets += [output for paper in CLAIMS for output in claims_outputs(paper)]
     targets += [crossval_report(name) for name in CROSSVAL]
     targets += [sweep_report(name) for name in SWEEPS]
-    targets += [output for name in FIGURES for output in figure_outputs(name)]
+    targets += [
+        output
+        for name, figure in FIGURES.items()
+        for output in figure_outputs(name, figure).values()
+    ]
     targets += math_targets()
     targets += structure_targets()
     if BM25["experiments"]:

@@ -129,114 +129,37 @@ rule parameter_table:
         "../scripts/parameter_table.py"
 
 
-rule figure:
-    input:
-        unpack(figure_inputs),
-    output:
-        png=report(
-            paths.figure("{figure}", "png"),
-            caption="../report/figure.rst",
-            category=lambda w: report_category(w.figure),
-            labels=lambda w: {"name": w.figure},
-        ),
-        svg=paths.figure("{figure}", "svg"),
-    log:
-        paths.log("figures", "{figure}"),
-    wildcard_constraints:
-        figure=alternatives(
-            name
-            for name, entry in FIGURES.items()
-            if entry["kind"] not in (*TSV_FIGURE_KINDS, "collection_stats")
-        ),
-    conda:
-        CONDA_ENV
-    threads: rule_threads("figure")
-    resources:
-        **rule_resources("figure"),
-    params:
-        code=code_version("figure"),
-        spec=lambda w: FIGURES[w.figure],
-        sweep=lambda w: (
-            SWEEPS[FIGURES[w.figure]["sweep"]]
-            if "sweep" in FIGURES[w.figure]
-            else None
-        ),
-    script:
-        "../scripts/figure.py"
+# One rule per figure kind (hybrid_ir.figure_kinds): PNG and SVG, and what the kind writes besides.
+for _kind, _entry in FIGURE_KINDS.items():
 
-
-# rank_scatter, head_to_head and ndcg_at_k also write the numbers they draw (figure_outputs).
-rule figure_with_tsv:
-    input:
-        unpack(figure_inputs),
-    output:
-        png=report(
-            paths.figure("{figure}", "png"),
-            caption="../report/figure.rst",
-            category=lambda w: report_category(w.figure),
-            labels=lambda w: {"name": w.figure},
-        ),
-        svg=paths.figure("{figure}", "svg"),
-        tsv=paths.figure("{figure}", "tsv"),
-    log:
-        paths.log("figures", "{figure}"),
-    wildcard_constraints:
-        figure=alternatives(
-            name
-            for name, entry in FIGURES.items()
-            if entry["kind"] in TSV_FIGURE_KINDS
-        ),
-    conda:
-        CONDA_ENV
-    threads: rule_threads("figure_with_tsv")
-    resources:
-        **rule_resources("figure_with_tsv"),
-    params:
-        code=code_version("figure"),
-        spec=lambda w: FIGURES[w.figure],
-        sweep=lambda w: (
-            SWEEPS[FIGURES[w.figure]["sweep"]]
-            if "sweep" in FIGURES[w.figure]
-            else None
-        ),
-    script:
-        "../scripts/figure.py"
-
-
-# Paper 004 Fig. 3: statistics of the datasets' canonical files, read in full (benchmarked).
-rule collection_stats:
-    input:
-        unpack(figure_inputs),
-    output:
-        png=report(
-            paths.figure("{figure}", "png"),
-            caption="../report/figure.rst",
-            category=lambda w: report_category(w.figure),
-            labels=lambda w: {"name": w.figure},
-        ),
-        svg=paths.figure("{figure}", "svg"),
-        tsv=paths.figure("{figure}", "tsv"),
-        markdown=paths.figure("{figure}", "md"),
-    log:
-        paths.log("figures", "{figure}"),
-    benchmark:
-        paths.benchmark("figures", "{figure}")
-    wildcard_constraints:
-        figure=alternatives(
-            name
-            for name, entry in FIGURES.items()
-            if entry["kind"] == "collection_stats"
-        ),
-    conda:
-        CONDA_ENV
-    threads: rule_threads("collection_stats")
-    resources:
-        **rule_resources("collection_stats"),
-    params:
-        code=code_version("collection_stats"),
-        spec=lambda w: FIGURES[w.figure],
-    script:
-        "../scripts/collection_stats.py"
+    rule:
+        name:
+            f"figure_{_kind}"
+        input:
+            unpack(figure_inputs),
+        output:
+            **figure_rule_outputs(_kind),
+        log:
+            paths.log("figures", "{figure}"),
+        benchmark:
+            paths.benchmark("figures", "{figure}")
+        wildcard_constraints:
+            figure=alternatives(figures_of_kind(_kind)),
+        conda:
+            CONDA_ENV
+        threads: rule_threads(_entry.resources)
+        resources:
+            **rule_resources(_entry.resources),
+        params:
+            code=code_version("figure"),
+            spec=lambda w: FIGURES[w.figure],
+            sweep=lambda w: (
+                SWEEPS[FIGURES[w.figure]["sweep"]]
+                if "sweep" in FIGURES[w.figure]
+                else None
+            ),
+        script:
+            "../scripts/figure.py"
 
 
 rule claims:

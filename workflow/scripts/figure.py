@@ -1,33 +1,42 @@
-"""Snakemake adapter: a configured figure (PNG and SVG; rank_scatter, head_to_head and
-ndcg_at_k also write the numbers they draw as TSV)."""
+"""Snakemake adapter: a configured figure of any kind (PNG and SVG, and the files its kind
+writes besides: hybrid_ir.figure_kinds)."""
 
 import json
 from pathlib import Path
 
 from hybrid_ir.evaluate import load_qrels
-from hybrid_ir.figures import draw, read_topic_labels
+from hybrid_ir.figure_kinds import figure_kind
+from hybrid_ir.figures import Dataset, draw, read_topic_labels
 from hybrid_ir.logged import run_step
 from hybrid_ir.runs import read_run
 
 
+def datasets(spec, inputs):
+    return [
+        Dataset(name, settings, inputs.corpora[i], inputs.topics[i], inputs.qrels[i])
+        for i, (name, settings) in enumerate(spec["datasets"].items())
+    ]
+
+
 def main():
-    spec = snakemake.params.spec
-    runs = {label: read_run(snakemake.input[label]) for label in spec["runs"]}
+    spec, inputs = snakemake.params.spec, snakemake.input
+    reads = figure_kind(spec["kind"]).reads
+    runs = {label: read_run(inputs[label]) for label in spec.get("runs", {})}
     report = labels = fused = sweep = None
-    fused_name = "the fused run"
-    if spec["kind"] == "sweep":
-        with open(snakemake.input.sweep, encoding="utf-8") as handle:
+    if "sweep_report" in reads:
+        with open(inputs.sweep, encoding="utf-8") as handle:
             report = json.load(handle)
-    elif "sweep" in spec:  # curves per swept value, fused here from the sweep's input runs
-        sweep = (snakemake.params.sweep, [read_run(path) for path in snakemake.input.sweep_runs])
-    if spec["kind"] in ("by_label", "head_to_head"):  # only the rows of the figure's topic set
-        labels = read_topic_labels(snakemake.input.label_table, spec["topics"])
-    if spec["kind"] == "rank_scatter":
-        fused_name = snakemake.input.fused_run
+    if "sweep_runs" in reads and "sweep" in spec:  # curves per swept value, fused here
+        sweep = (snakemake.params.sweep, [read_run(path) for path in inputs.sweep_runs])
+    if "label_table" in reads:  # only the rows of the figure's topic set
+        labels = read_topic_labels(inputs.label_table, spec["topics"])
+    fused_name = inputs.fused_run if "fused_run" in reads else "the fused run"
+    if "fused_run" in reads:
         fused = read_run(fused_name)
+    rows = datasets(spec, inputs) if "datasets" in reads else ()
+    qrels = load_qrels(inputs.qrels) if figure_kind(spec["kind"]).runs else None
     stem = Path(snakemake.output.png).with_suffix("")
-    qrels = load_qrels(snakemake.input.qrels)
-    draw(spec["kind"], spec, runs, qrels, report, stem, labels, fused, fused_name, sweep)
+    draw(spec["kind"], spec, runs, qrels, report, stem, labels, fused, fused_name, sweep, rows)
 
 
 run_step(snakemake, main)

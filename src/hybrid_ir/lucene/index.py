@@ -23,6 +23,8 @@ from hybrid_ir.formats import atomic_directory, atomic_output, read_records
 from hybrid_ir.lucene.jvm import pyserini_modules
 
 ANSERINI_COLLECTIONS = {"flat": "BeirFlatCollection", "multifield": "BeirMultifieldCollection"}
+LAYOUTS = tuple(ANSERINI_COLLECTIONS)
+"""Index layouts: title and text in one field (flat) or one field each (multifield)."""
 
 
 def check_layout(layout: str) -> str:
