@@ -399,9 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add.add_argument("files", nargs="+", help="files inside the mirror folder")
     add.add_argument("--mirror", default=None, help="mirror folder (default: $HYBRID_IR_MIRROR)")
-    add.add_argument(
-        "--manifest", default=paths.MANIFEST, help="manifest to update"
-    )
+    add.add_argument("--manifest", default=paths.MANIFEST, help="manifest to update")
     add.add_argument(
         "--url",
         default=None,
@@ -412,9 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
         manifest_commands, "from-sources", "rebuild the whole manifest from a mirror's SOURCES.md"
     )
     sources.add_argument("sources", help="SOURCES.md at the root of the mirror's data folder")
-    sources.add_argument(
-        "-o", "--output", default=paths.MANIFEST, help="manifest to write"
-    )
+    sources.add_argument("-o", "--output", default=paths.MANIFEST, help="manifest to write")
     sources.set_defaults(handler=_manifest_from_sources)
 
     config = command(
@@ -448,9 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fetch", help="copy raw files from the mirror (or download them) and verify sha256"
     )
     fetch.add_argument("paths", nargs="+", help="manifest paths, e.g. cf/original/cfquery")
-    fetch.add_argument(
-        "--manifest", default=paths.MANIFEST, help="manifest of the raw files"
-    )
+    fetch.add_argument("--manifest", default=paths.MANIFEST, help="manifest of the raw files")
     fetch.add_argument("--mirror", default=None, help="mirror folder (default: $HYBRID_IR_MIRROR)")
     fetch.add_argument(
         "--output-dir",
@@ -593,9 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"fuse runs: {', '.join(FUSION_METHODS)} (linear, interleave and score_hybrid "
         "weigh the first run)",
     )
-    fuse.add_argument(
-        "--method", required=True, help=f"fusion method: {', '.join(FUSION_METHODS)}"
-    )
+    fuse.add_argument("--method", required=True, help=f"fusion method: {', '.join(FUSION_METHODS)}")
     fuse.add_argument(
         "--alpha",
         type=float,
