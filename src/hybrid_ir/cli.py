@@ -364,6 +364,28 @@ class _HelpFormatter(argparse.HelpFormatter):
         return f"{text} (default: {str(default).replace('%', '%%')})".lstrip()
 
 
+class _Commands:
+    """The parser's subcommands, each with its help as the description of its own --help."""
+
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self.commands = parser.add_subparsers(dest="command", required=True)
+
+    def command(self, name: str, **options) -> argparse.ArgumentParser:
+        # help alone shows only in hybrid-ir --help; as the description it also heads the
+        # subcommand's own --help.
+        return self.commands.add_parser(
+            name, description=options.get("help"), formatter_class=_HelpFormatter, **options
+        )
+
+    def group(self, name: str, help: str):
+        return self.command(name, help=help).add_subparsers(dest=f"{name}_command", required=True)
+
+    def subcommand(self, commands_of, name: str, help: str, description: str | None = None):
+        return commands_of.add_parser(
+            name, formatter_class=_HelpFormatter, help=help, description=description or help
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hybrid-ir", description=__doc__, formatter_class=_HelpFormatter
@@ -374,25 +396,19 @@ def build_parser() -> argparse.ArgumentParser:
         version=f"%(prog)s {version('hybrid-ir')}",
         help="print the package version and exit",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    cli = _Commands(parser)
+    _add_manifest_and_config(cli)
+    _add_fetch_and_convert(cli)
+    _add_bm25(cli)
+    _add_evaluate_and_fuse(cli)
+    _add_checks_and_results(cli)
+    return parser
 
-    def command(name: str, **options) -> argparse.ArgumentParser:
-        # help alone shows only in hybrid-ir --help; as the description it also heads the
-        # subcommand's own --help.
-        return commands.add_parser(
-            name, description=options.get("help"), formatter_class=_HelpFormatter, **options
-        )
 
-    def group(name: str, help: str):
-        return command(name, help=help).add_subparsers(dest=f"{name}_command", required=True)
-
-    def subcommand(commands_of, name: str, help: str, description: str | None = None):
-        return commands_of.add_parser(
-            name, formatter_class=_HelpFormatter, help=help, description=description or help
-        )
-
-    manifest_commands = group("manifest", "write raw-file manifest rows (path, sha256, size)")
-    add = subcommand(
+def _add_manifest_and_config(cli: _Commands) -> None:
+    """The manifest of raw files, and the merged configuration."""
+    manifest_commands = cli.group("manifest", "write raw-file manifest rows (path, sha256, size)")
+    add = cli.subcommand(
         manifest_commands,
         "add",
         "add (or update) the rows of files put in the mirror, e.g. a full collection",
@@ -406,14 +422,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="https URL the files can be downloaded from (default: none, mirror only)",
     )
     add.set_defaults(handler=_manifest_add)
-    sources = subcommand(
+    sources = cli.subcommand(
         manifest_commands, "from-sources", "rebuild the whole manifest from a mirror's SOURCES.md"
     )
     sources.add_argument("sources", help="SOURCES.md at the root of the mirror's data folder")
     sources.add_argument("-o", "--output", default=paths.MANIFEST, help="manifest to write")
     sources.set_defaults(handler=_manifest_from_sources)
 
-    config = command(
+    config = cli.command(
         "config",
         help="print each model's effective training settings for config.yaml and overlays, "
         "merged as Snakemake merges --configfile",
@@ -424,8 +440,8 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
     config.set_defaults(handler=_config)
 
-    hub_commands = group("hub", "hub models a configuration names")
-    pin = subcommand(
+    hub_commands = cli.group("hub", "hub models a configuration names")
+    pin = cli.subcommand(
         hub_commands,
         "pin",
         "ask the hub (HF_ENDPOINT, if set) for the commit of every unpinned hub model",
@@ -440,7 +456,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pin.set_defaults(handler=_hub_pin)
 
-    fetch = command(
+
+def _add_fetch_and_convert(cli: _Commands) -> None:
+    """Raw files into the mirror, and raw collections into canonical files."""
+    fetch = cli.command(
         "fetch", help="copy raw files from the mirror (or download them) and verify sha256"
     )
     fetch.add_argument("paths", nargs="+", help="manifest paths, e.g. cf/original/cfquery")
@@ -454,7 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fetch.set_defaults(handler=_fetch)
 
-    convert = command("convert", help="convert a raw collection to canonical files")
+    convert = cli.command("convert", help="convert a raw collection to canonical files")
     convert.add_argument("reader", help="reader name, e.g. cf, beir, scifact_allenai_csv")
     convert.add_argument(
         "--source",
@@ -482,7 +501,10 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("-o", "--output-dir", required=True, help="folder of the canonical files")
     convert.set_defaults(handler=_convert)
 
-    index = command("index", help="build a Lucene BM25 index from corpus JSONL")
+
+def _add_bm25(cli: _Commands) -> None:
+    """Lucene BM25 indexes and runs."""
+    index = cli.command("index", help="build a Lucene BM25 index from corpus JSONL")
     index.add_argument("corpus", help="canonical corpus JSONL")
     index.add_argument("index", help="index folder to write")
     index.add_argument(
@@ -494,7 +516,7 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--threads", type=int, default=1, help="indexing threads")
     index.set_defaults(handler=_index)
 
-    search = command("search", help="BM25 top-k run (TREC format) for topics JSONL")
+    search = cli.command("search", help="BM25 top-k run (TREC format) for topics JSONL")
     search.add_argument("index", help="index folder (hybrid-ir index)")
     search.add_argument("topics", help="canonical topics JSONL")
     search.add_argument("-o", "--output", required=True, help="run file to write")
@@ -519,7 +541,10 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--threads", type=int, default=1, help="search threads")
     search.set_defaults(handler=_search)
 
-    evaluate = command(
+
+def _add_evaluate_and_fuse(cli: _Commands) -> None:
+    """Evaluation, cross-validation and fusion of run files."""
+    evaluate = cli.command(
         "evaluate",
         help="evaluate runs as the official tools do: measure sets arqmath (prime measures), "
         "ntcir12, beir, cf, recall(k...) or any ir_measures name",
@@ -547,7 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input_options(evaluate)
     evaluate.set_defaults(handler=_evaluate)
 
-    crossval = command(
+    crossval = cli.command(
         "crossval",
         help="k-fold cross-validation of alpha in alpha*DENSE + (1-alpha)*BASE (min-max "
         "normalized), one alpha per metric tuned on the other folds",
@@ -582,7 +607,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input_options(crossval)
     crossval.set_defaults(handler=_crossval)
 
-    fuse = command(
+    fuse = cli.command(
         "fuse",
         help=f"fuse runs: {', '.join(FUSION_METHODS)} (linear, interleave and score_hybrid "
         "weigh the first run)",
@@ -613,7 +638,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input_options(fuse, qrels=False)
     fuse.set_defaults(handler=_fuse)
 
-    check = command("check", help="fail unless every expected-score check passed")
+
+def _add_checks_and_results(cli: _Commands) -> None:
+    """Expected-score checks, comparisons of runs, provenance and claims."""
+    check = cli.command("check", help="fail unless every expected-score check passed")
     check.add_argument(
         "summary",
         nargs="?",
@@ -622,7 +650,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=_check)
 
-    compare = command(
+    compare = cli.command(
         "compare",
         help="compare runs with a baseline per measure: scores, difference, two-tailed paired "
         "t-test and randomization test p-values, on the topics each run shares with the "
@@ -663,7 +691,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input_options(compare)
     compare.set_defaults(handler=_compare)
 
-    provenance = command(
+    provenance = cli.command(
         "provenance",
         help="print what produced a workflow result (rule, commit, configuration hash, "
         "packages, seeds, wall time) and each of its inputs, back to the raw files and their "
@@ -672,7 +700,7 @@ def build_parser() -> argparse.ArgumentParser:
     provenance.add_argument("result", help="a file under results/, e.g. a table or a run")
     provenance.set_defaults(handler=_provenance)
 
-    claims = command(
+    claims = cli.command(
         "claims",
         help="print each paper's claims as the workflow judged them (verdict, effect with its "
         "95%% interval, p, detectable effect, the paper's effect, Effect Ratio, ΔRI), from "
@@ -685,7 +713,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=["text", "json"], default="text", help="output (default: text)"
     )
     claims.set_defaults(handler=_claims)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ def datasets(spec, inputs):
 def main():
     spec, inputs = snakemake.params.spec, snakemake.input
     reads = figure_kind(spec["kind"]).reads
-    runs = {label: read_run(inputs[label]) for label in spec.get("runs", {})}
+    runs = {label: read_run(inputs[label]) for label in spec["runs"]}
     report = labels = fused = sweep = None
     if "sweep_report" in reads:
         with open(inputs.sweep, encoding="utf-8") as handle:

@@ -61,7 +61,10 @@ reads: search's query encoding, the candidates' token vectors decompressed from 
 residuals, and the MaxSim that search scores its final candidates with, so the collection is
 encoded once (by the index) and search and re-ranking agree on every document both score.
 
-Compatibility shims, installed when this module is imported (see :func:`_install_shims`):
+Compatibility shims, installed when a ColBERT step (training, indexing, search, re-ranking)
+first starts in a process, not when this module is imported (:func:`_install_shims`); the
+settings colbert fixes at import (its device, GPU count, mixed precision, k-means, launcher) are
+replaced for the duration of a step only (:func:`_replaced`):
 
 * transformers 5 moved the registration of tied-weight keys into ``post_init()``; colbert's
   ``HF_ColBERT`` still calls the transformers-4 ``init_weights()``, so loading failed with
@@ -111,7 +114,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
-from unittest import mock
 
 import faiss
 import torch
@@ -204,14 +206,25 @@ def _detached_head_tolerant(get_metadata):
     return get_metadata_only
 
 
+@functools.cache
 def _install_shims() -> None:
-    """Only ``base_colbert`` builds models through ``class_factory``; the tokenizers use just its
+    """Patch colbert-ai once per process, when a ColBERT step (training, indexing, search,
+    re-ranking) first starts, not when this module is imported: importing it changes nothing.
+    Only ``base_colbert`` builds models through ``class_factory``; the tokenizers use just its
     static ``raw_tokenizer_from_pretrained``, which transformers 5 does not affect."""
     base_colbert.class_factory = _post_init_compatible(hf_colbert.class_factory)
     base_config.get_metadata_only = _detached_head_tolerant(base_config.get_metadata_only)
 
 
-_install_shims()
+@contextlib.contextmanager
+def _replaced(owner: object, name: str, value: object) -> Iterator[None]:
+    """``owner.name`` is ``value`` for the duration of the block, then what it was before."""
+    original = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
 
 
 def _use_extensions_dir(extensions_dir: Path | None) -> None:
@@ -308,15 +321,15 @@ def _on_device(device: str, precision: str) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         for module in colbert_modules:
             if isinstance(getattr(module, "DEVICE", None), torch.device):
-                stack.enter_context(mock.patch.object(module, "DEVICE", target))
+                stack.enter_context(_replaced(module, "DEVICE", target))
         gpus = torch.cuda.device_count() if cuda else 0
-        stack.enter_context(mock.patch.object(RunSettings, "total_visible_gpus", gpus))
+        stack.enter_context(_replaced(RunSettings, "total_visible_gpus", gpus))
         inference = _Autocast(target.type, precision)
         stack.enter_context(
-            mock.patch.object(colbert_checkpoint, "MixedPrecisionManager", lambda _: inference)
+            _replaced(colbert_checkpoint, "MixedPrecisionManager", lambda _: inference)
         )
         kmeans = _faiss_kmeans(cuda and faiss.get_num_gpus() > 0)
-        stack.enter_context(mock.patch.object(collection_indexer, "compute_faiss_kmeans", kmeans))
+        stack.enter_context(_replaced(collection_indexer, "compute_faiss_kmeans", kmeans))
         if cuda and target.index is not None:
             # colbert moves tensors with a bare .cuda(): to the current device.
             stack.enter_context(torch.cuda.device(target))
@@ -424,6 +437,7 @@ def train_colbert(
     from them. The checkpoint is built beside ``output`` and renamed into place only when
     complete.
     """
+    _install_shims()
     if steps < 1 or batch_size < 1 or log_every < 1:
         raise ConfigError(
             f"ColBERT steps, batch_size and log_every must be >= 1, "
@@ -724,7 +738,7 @@ def _one_process_launch(seed: int) -> Iterator[None]:
         with Run().context(config, inherit_config=False):
             return callee(config, *args)
 
-    with mock.patch.object(launcher, "run_process_without_mp", run_process_without_mp):
+    with _replaced(launcher, "run_process_without_mp", run_process_without_mp):
         yield
 
 
@@ -743,7 +757,7 @@ def _encode_each_passage_list_once() -> Iterator[None]:
             last.update(passages=list(passages), encoded=encode_passages(self, passages))
         return last["encoded"]
 
-    with mock.patch.object(CollectionEncoder, "encode_passages", encode_passages_once):
+    with _replaced(CollectionEncoder, "encode_passages", encode_passages_once):
         yield
 
 
@@ -767,6 +781,7 @@ def index_colbert(
     least as many sampled token vectors as centroids, which rules out collections of only a
     few hundred tokens.
     """
+    _install_shims()
     if not documents:
         raise ConfigError("ColBERT index: no documents to index")
     if torch.device(device).type == "cuda":
@@ -830,6 +845,7 @@ def search_colbert(
     released checkpoint without colbert's metadata would otherwise be searched with 32-token
     queries, and search and re-ranking (:func:`rerank_colbert`) would disagree.
     """
+    _install_shims()
     if k < 1:
         raise ConfigError(f"ColBERT search depth k must be >= 1, got {k!r}")
     check_colbert_search_bounds(ncells, ndocs)
@@ -925,6 +941,7 @@ def rerank_colbert(
     (score descending). A topic without query text, or a candidate the index does not hold, is
     an error naming it.
     """
+    _install_shims()
     check_query_texts(candidates, queries)
     _ready(device, extensions_dir)
     run: RunDict = {topic: {} for topic in candidates}

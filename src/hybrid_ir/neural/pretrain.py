@@ -618,6 +618,79 @@ def _load_model(backbone: str, tokenizer, settings: PretrainSettings):
     return model.to(settings.device), sorted(info["missing_keys"]), added
 
 
+class _Loop:
+    """One optimisation step of pretraining at a time: the batch split across ranks and
+    micro-batches, losses summed over them (and exchanged between ranks), then the update."""
+
+    def __init__(self, model, optimizer, schedule, scaler, settings, ranks, accumulation) -> None:
+        self.model, self.optimizer, self.schedule, self.scaler = model, optimizer, schedule, scaler
+        self.settings, self.ranks, self.accumulation = settings, ranks, accumulation
+
+    def step(self, step: int, indices, batches: _Batches) -> tuple[float, float]:
+        """Train on the batch of ``indices``; return its MLM and NSP losses."""
+        import torch
+
+        settings, ranks = self.settings, self.ranks
+        batch = batches.make(indices, settings.seed * 1_000_003 + step)
+        pieces, totals = [batch], None
+        if ranks.world > 1 or self.accumulation > 1:
+            share = ranks.rows(len(indices))
+            pieces = _micro_batches(batch, share, (share.stop - share.start) // self.accumulation)
+            totals = (int((batch[1] != IGNORE).sum()), len(indices))
+        losses = []
+        for index, piece in enumerate(pieces):
+            # Dropout, drawn per rank and micro-batch, seeded so that a resumed run redraws it.
+            torch.manual_seed(ranks.seed(settings.seed + step + index * _MICRO_SEED_STRIDE))
+            inputs, labels, next_labels = _on(settings.device, *piece)
+            with autocast(_device_type(settings.device), settings.precision):
+                mlm, nsp = _losses(self.model, inputs, labels, next_labels, settings.nsp, totals)
+            self.scaler.scale(mlm + nsp).backward()
+            losses.append(torch.stack([mlm, nsp]).detach().float())
+        summed = torch.stack(losses).sum(0)
+        if ranks.world > 1:
+            train_mlm, train_nsp = ranks.exchange(self.model.parameters(), step + 1, *summed)
+        else:
+            train_mlm, train_nsp = summed.tolist()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.schedule.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return train_mlm, train_nsp
+
+    def state(self, fingerprint: str, done: int, history: list[dict]) -> dict:
+        """What a checkpoint holds to resume after step ``done``."""
+        return {
+            "fingerprint": fingerprint,
+            "step": done,
+            "history": history,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": self.schedule.state_dict(),
+            "scaler": self.scaler.state_dict(),
+        }
+
+
+def _facts(backbone, training, added, settings, ranks, accumulation, start, began) -> dict:
+    """What a pretraining run reports about its data, the tokens and weights it ``added``, its
+    settings and its speed."""
+    seconds = time.perf_counter() - began
+    trained = settings.steps - start
+    return {
+        "backbone": backbone,
+        "documents": training.facts["documents"],
+        "sentences": training.facts["sentences"],
+        "pairs": training.facts["pairs"],
+        **added,
+        "resumed_from_step": start,
+        "steps": settings.steps,
+        "processes": ranks.world,
+        "accumulation_steps": accumulation,
+        "seconds": round(seconds, 1),
+        "steps_per_second": round(trained / seconds, 3) if trained and seconds else None,
+        "settings": asdict(settings),
+    }
+
+
 def pretrain(
     backbone: str,
     data: Path,
@@ -682,34 +755,10 @@ def pretrain(
         history.append({"step": 0, "split": "heldout", "mlm": held_mlm, "nsp": held_nsp})
     began = time.perf_counter()
     remaining = range(start, total_steps)
-    device = settings.device
+    loop = _Loop(model, optimizer, schedule, scaler, settings, ranks, accumulation)
     for step in tqdm(remaining, desc="pretraining", mininterval=5, disable=not ranks.main):
-        indices = order.batch(step)
-        batch = train_batches.make(indices, settings.seed * 1_000_003 + step)
-        pieces, totals = [batch], None
-        if ranks.world > 1 or accumulation > 1:
-            share = ranks.rows(len(indices))
-            pieces = _micro_batches(batch, share, (share.stop - share.start) // accumulation)
-            totals = (int((batch[1] != IGNORE).sum()), len(indices))
-        losses = []
-        for index, piece in enumerate(pieces):
-            # Dropout, drawn per rank and micro-batch, seeded so that a resumed run redraws it.
-            torch.manual_seed(ranks.seed(settings.seed + step + index * _MICRO_SEED_STRIDE))
-            inputs, labels, next_labels = _on(device, *piece)
-            with autocast(_device_type(device), settings.precision):
-                mlm, nsp = _losses(model, inputs, labels, next_labels, settings.nsp, totals)
-            scaler.scale(mlm + nsp).backward()
-            losses.append(torch.stack([mlm, nsp]).detach().float())
-        summed = torch.stack(losses).sum(0)
+        train_mlm, train_nsp = loop.step(step, order.batch(step), train_batches)
         done = step + 1
-        if ranks.world > 1:
-            train_mlm, train_nsp = ranks.exchange(model.parameters(), done, *summed)
-        else:
-            train_mlm, train_nsp = summed.tolist()
-        scaler.step(optimizer)
-        scaler.update()
-        schedule.step()
-        optimizer.zero_grad(set_to_none=True)
         history.append({"step": done, "split": "train", "mlm": train_mlm, "nsp": train_nsp})
         if not ranks.main:
             continue
@@ -724,37 +773,13 @@ def pretrain(
                 held_nsp,
             )
         if done % settings.checkpoint_every == 0 and done < total_steps:
-            _save_checkpoint(
-                workdir,
-                done,
-                {
-                    "fingerprint": fingerprint,
-                    "step": done,
-                    "history": history,
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "schedule": schedule.state_dict(),
-                    "scaler": scaler.state_dict(),
-                },
-            )
-    seconds = time.perf_counter() - began
-    trained = total_steps - start
-    facts = {
-        "backbone": backbone,
-        "documents": training.facts["documents"],
-        "sentences": training.facts["sentences"],
-        "pairs": training.facts["pairs"],
+            _save_checkpoint(workdir, done, loop.state(fingerprint, done, history))
+    added = {
         "math_tokens_added": added_tokens,
         "embedding_rows_added": added_rows,
         "newly_initialised": new_weights,
-        "resumed_from_step": start,
-        "steps": settings.steps,
-        "processes": ranks.world,
-        "accumulation_steps": accumulation,
-        "seconds": round(seconds, 1),
-        "steps_per_second": round(trained / seconds, 3) if trained and seconds else None,
-        "settings": asdict(settings),
     }
+    facts = _facts(backbone, training, added, settings, ranks, accumulation, start, began)
     if ranks.main:
         firsts, seconds_of, _ = training.examples("heldout", range(min(100, held_size)))
         samples = [text for pair in zip(firsts, seconds_of, strict=True) for text in pair]
