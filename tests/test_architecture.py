@@ -77,3 +77,12 @@ def test_architecture_table_lists_the_modules_each_stage_imports():
         assert listed & imported == imported - everywhere, (cells[0], sorted(imported - listed))
         checked += 1
     assert checked >= 12
+
+
+def test_where_to_add_a_figure_kind_names_its_registry():
+    from hybrid_ir.figure_kinds import FIGURE_KINDS
+
+    text = (DOCS / "architecture.md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| a figure |"))
+    assert "hybrid_ir.figure_kinds.FIGURE_KINDS" in row and "FigureKind" in row
+    assert FIGURE_KINDS  # the registry the row points to exists and lists the kinds

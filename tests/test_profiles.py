@@ -108,7 +108,7 @@ def _rule_blocks() -> dict[str, str]:
     blocks = {}
     for path in (REPO / "workflow" / "rules").rglob("*.smk"):
         text = path.read_text()
-        starts = list(re.finditer(r"^\s*rule (\w+):|^\s+f\"(\w+)_\{_name\}\"", text, re.M))
+        starts = list(re.finditer(r"^\s*rule (\w+):|^\s+f\"(\w+)_\{_(?:name|kind)\}\"", text, re.M))
         ends = [start.start() for start in starts[1:]] + [len(text)] if starts else []
         for start, end in zip(starts, ends, strict=True):
             blocks[start.group(1) or start.group(2)] = text[start.start() : end]
@@ -116,15 +116,20 @@ def _rule_blocks() -> dict[str, str]:
 
 
 def test_every_rule_that_runs_a_script_sizes_its_jobs_from_the_section():
+    from hybrid_ir.figure_kinds import FIGURE_KINDS
+
     blocks = {name: text for name, text in _rule_blocks().items() if "script:" in text}
     for name, text in blocks.items():
         quoted = f'f"{name}_{{_name}}"' if name in ("convert", "pretokenize") else f'"{name}"'
+        if name == "figure":  # one rule per kind, sized by the kind's resources entry
+            quoted = "_entry.resources"
         assert f"threads: rule_threads({quoted})" in text, name
         assert f"**rule_resources({quoted})," in text, name
     # The schema names each of them (per-collection rules by pattern, checked in config.py).
     schema = yaml.safe_load(SCHEMA.read_text())
     named = set(schema["properties"]["resources"]["properties"]) - {"default"}
-    assert named == set(blocks) - {"convert", "pretokenize"}
+    figure_entries = {kind.resources for kind in FIGURE_KINDS.values()}
+    assert named == set(blocks) - {"convert", "pretokenize", "figure"} | figure_entries
 
 
 # GPU claims on a workstation ------------------------------------------------------------------

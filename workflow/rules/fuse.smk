@@ -40,7 +40,7 @@ rule crossvalidate:
             CROSSVAL[w.crossval]["collection"], CROSSVAL[w.crossval]["qrels"]
         ),
     output:
-        report=crossval_report("{crossval}"),
+        report=paths.crossval("{crossval}"),
         folds=paths.crossval_folds("{crossval}"),
     log:
         paths.log("crossval", "{crossval}"),
@@ -63,7 +63,7 @@ rule sweep:
     input:
         unpack(sweep_inputs),
     output:
-        report=sweep_report("{sweep}", "{collection}", "{topics}"),
+        report=paths.sweep("{collection}", "{topics}", "{sweep}"),
         run=paths.run("{collection}", "{topics}", "{sweep}-best"),
     log:
         paths.log("sweeps", "{collection}/{topics}/{sweep}"),

@@ -69,7 +69,7 @@ rule finetune:
 
 
 # The same job, with the snapshots among its outputs, where DPR keeps some.
-if DPR_SNAPSHOTS:
+if PLAN.dpr_snapshots():
 
     use rule finetune as finetune_snapshots with:
         output:
@@ -77,7 +77,7 @@ if DPR_SNAPSHOTS:
             facts=f"{paths.model('{encoder}', '{backbone}')}.json",
             snapshots=[
                 directory(paths.model(snapshot_model(e, "{encoder}"), "{backbone}"))
-                for e in DPR_SNAPSHOTS
+                for e in PLAN.dpr_snapshots()
             ],
         wildcard_constraints:
             encoder="dpr",

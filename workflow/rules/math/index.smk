@@ -1,10 +1,3 @@
-from hybrid_ir.neural.released import MathModels
-
-# The model each DPR / ColBERT run and re-ranker loads: fine-tuned here (<encoder>-<backbone>)
-# or a released checkpoint (math_models.released), indexed and searched alike.
-MODELS = MathModels(MATH)
-
-
 rule encoder_index:
     input:
         unpack(lambda w: MODELS.encoder_input(w.system)),

@@ -1,0 +1,460 @@
+"""What the workflow's rules ask of a validated configuration: each output's inputs, outputs and
+targets, in plain Python that runs and is tested without Snakemake.
+
+A :class:`Plan` is built once per start from the merged, validated configuration and what it
+names (the manifest of raw files, the expected-score files, the claims); the rule files call
+its methods (input functions take Snakemake's ``wildcards``, which any object with the same
+attributes stands in for). :mod:`hybrid_ir.figure_kinds` does the same for figures, one
+registry entry per kind. A configuration that names what it does not produce fails here with
+a :class:`~hybrid_ir.errors.ConfigError` naming its key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hybrid_ir import paths
+from hybrid_ir.checks import checks_from_expected, evaluation_pairs, load_expected
+from hybrid_ir.claims import PaperClaims, claims_by_paper, reproduction_runs
+from hybrid_ir.config import (
+    config_layers,
+    fill_published,
+    math_model_runs,
+    resolve_overrides,
+    snapshot_model,
+    systems,
+    validate_config,
+)
+from hybrid_ir.errors import ConfigError
+from hybrid_ir.fetch import ManifestEntry, load_manifest, mirror_root
+from hybrid_ir.figure_kinds import figure_inputs, figure_outputs
+from hybrid_ir.hub import DENSE_MODEL_KEYS, hub_references, local_checkpoint, use_model_cache
+from hybrid_ir.neural.encoders import ENCODERS
+from hybrid_ir.neural.released import checkpoint_input
+from hybrid_ir.tables import row_sources, source_key, table_groups
+
+TABLE_EXTENSIONS = ("md", "tex", "csv", "per_query.tsv", "html", "notes.html")
+"""What a paper table writes (hybrid_ir.tables, the report's page and notes)."""
+PARAMETER_TABLE_EXTENSIONS = ("md", "csv", "html", "notes.html")
+BM25_TABLE_EXTENSIONS = ("md", "csv", "html", "notes.html")
+CLAIMS_EXTENSIONS = ("json", "md", "html")
+
+
+def alternatives(names: Sequence[str] | Mapping[str, Any] | set[str]) -> str:
+    """A wildcard constraint matching exactly the given names (none: nothing)."""
+    return "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True)) or "(?!)"
+
+
+def load_plan(
+    config: dict[str, Any],
+    configfiles: Sequence[str | Path],
+    overrides: Mapping[str, Any],
+    schema: str | Path,
+) -> tuple[Plan, dict[str, str]]:
+    """Snakemake's merged ``config`` (filled in place: the configuration files' layers and the
+    command line's ``overrides`` resolved, validated with the schema's defaults, published
+    values filled) and its :class:`Plan`, with the pinned hub models (id -> revision) that the
+    local rule fetch_hub_model fetches before any job reads the cache."""
+    resolve_overrides(config, config_layers(list(configfiles), overrides))
+    validate_config(config, schema, source="config")
+    expected = load_expected(config["expected"])
+    fill_published(config, expected)
+    claims = claims_by_paper(config["claims"], config["tables"])
+    hub_models = {
+        model: config["hub_models"][model]["revision"] for model in hub_references(config)
+    }
+    use_model_cache(config)
+    manifest = load_manifest(config["manifest"])
+    plan = Plan(config, manifest, expected, claims, mirror_root(config["mirror"]))
+    plan.check_external_runs()
+    return plan, hub_models
+
+
+def names_in(origin: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> set[str]:
+    """Run names of a ``collection -> topics -> name`` configuration section."""
+    return {name for by_topics in origin.values() for runs in by_topics.values() for name in runs}
+
+
+class Plan:
+    """The rule-facing view of one validated configuration."""
+
+    RULE_FACING = (
+        "manifest_entry", "raw_file", "sources_of", "converted_outputs", "external_run",
+        "run_path", "askme_indexes", "retriever_inputs", "bm25_evaluations",
+        "expected_artifacts", "structure_names", "structure_shards", "structure_query_inputs",
+        "sweep_inputs", "table_sources", "parameter_table_inputs", "figure_inputs",
+        "figures_of_kind", "claims_inputs", "table_claims", "pretok_inputs", "pretok_outputs",
+        "backbone_input", "snapshot_dirs", "backbone_source", "all_targets",
+    )  # fmt: skip
+    """The methods the rule files call by these names (workflow/rules/common.smk)."""
+
+    def __init__(
+        self,
+        config: dict[str, Any],
+        manifest: Mapping[str, ManifestEntry],
+        expected: Sequence[dict],
+        claims: Mapping[str, PaperClaims],
+        mirror: Path | None,
+    ) -> None:
+        self.config = config
+        self.manifest = manifest
+        self.expected = expected
+        self.claims = claims
+        self.mirror = mirror
+        self.math = config["math_models"]
+        self.math_runs = math_model_runs(self.math) if self.math else {}
+
+    # --- raw files and collections ------------------------------------------------------------
+
+    def manifest_entry(self, path: str, where: str = "results/raw") -> ManifestEntry:
+        """The manifest's row for a raw file, or the one-line error saying how to add it."""
+        if path not in self.manifest:
+            mirror = self.mirror if self.mirror is not None else Path("<mirror>")
+            manifest = self.config["manifest"]
+            raise ConfigError(
+                f"config: {where}: {path!r} is not in the manifest {manifest}; put the file at "
+                f"{mirror / path} and run: hybrid-ir manifest add {mirror / path} --mirror "
+                f"{mirror} --manifest {manifest}"
+            )
+        return self.manifest[path]
+
+    def raw_file(self, path: str, where: str) -> str:
+        """The fetched copy of a raw file, after checking the manifest lists it."""
+        self.manifest_entry(path, where)
+        return paths.raw(path)
+
+    def sources_of(self, name: str) -> dict[str, str]:
+        """Reader role -> fetched raw file."""
+        sources = self.config["collections"][name]["sources"]
+        return {
+            role: self.raw_file(path, f"collections.{name}.sources.{role}")
+            for role, path in sources.items()
+        }
+
+    def converted_outputs(self, name: str) -> dict[str, str]:
+        """Every canonical file a collection's reader writes, keyed as the converter expects."""
+        collection = self.config["collections"][name]
+        outputs = {}
+        if collection["corpus"]:
+            outputs["corpus"] = paths.corpus(name)
+        outputs |= {f"topics_{s}": paths.topics(name, s) for s in collection["topics"]}
+        outputs |= {f"qrels_{s}": paths.qrels(name, s) for s in collection["qrels"]}
+        outputs |= {f"table_{s}": paths.table(name, s) for s in collection["tables"]}
+        return outputs
+
+    def check_external_runs(self) -> None:
+        """Every imported run is a manifest row (checked at start-up, naming its key)."""
+        for collection, by_topics in self.config["external_runs"].items():
+            for topics, runs in by_topics.items():
+                for system, entry in runs.items():
+                    where = f"external_runs.{collection}.{topics}.{system}"
+                    self.raw_file(entry["path"], where)
+
+    def external_run(self, wildcards) -> dict:
+        """An imported run's ``{path, format, duplicates}``."""
+        return self.config["external_runs"][wildcards.collection][wildcards.topics][
+            wildcards.system
+        ]
+
+    # --- runs -------------------------------------------------------------------------------
+
+    def run_path(self, collection: str, topics: str, system: str) -> str:
+        """The run file of a configured system, after checking the configuration produces it."""
+        if system not in systems(self.config, collection, topics):
+            raise ConfigError(f"no run {system!r} for {collection}/{topics}")
+        return paths.run(collection, topics, system)
+
+    def askme_indexes(self, collection: str) -> set[str]:
+        """The BM25 indexes of ``collection`` that askme retrievers read documents from."""
+        retrievers = self.config["retrievers"].get(collection, {}).values()
+        return {entry["index"] for entry in retrievers if entry["model"] == "askme"}
+
+    def retriever_inputs(self, wildcards) -> dict[str, str]:
+        """Corpus and topics of a retriever's run, its base run, the index an askme retriever
+        reads its candidates from, a dense retriever's local model directories, and its tuning
+        split if any."""
+        collection, topics = wildcards.collection, wildcards.topics
+        retriever = self.config["retrievers"][collection][wildcards.system]
+        inputs = {"corpus": paths.corpus(collection), "topics": paths.topics(collection, topics)}
+        if "base" in retriever:
+            inputs["base"] = self.run_path(collection, topics, retriever["base"])
+        if retriever["model"] == "askme":
+            inputs["index"] = paths.index(collection, retriever["index"])
+        if retriever["model"] == "dense":
+            # A local model or adapter directory is an input, so replacing it re-runs the job.
+            for key, name in retriever["params"].items():
+                local = local_checkpoint(name) if name and key in DENSE_MODEL_KEYS else None
+                if local is not None:
+                    inputs[key] = str(local)
+        if "tune" in retriever:
+            inputs["tune_topics"] = paths.topics(collection, retriever["tune"]["topics"])
+            inputs["tune_qrels"] = paths.qrels(collection, retriever["tune"]["qrels"])
+        return inputs
+
+    def bm25_evaluations(self, name: str) -> list[str]:
+        experiment = self.config["bm25"]["experiments"][name]
+        return [
+            paths.evaluation(name, topics, f"bm25-{layout}", qrels)
+            for layout in experiment["layouts"]
+            for topics, qrels in evaluation_pairs(experiment)
+        ]
+
+    def expected_artifacts(self) -> list[str]:
+        """The evaluation and index-statistics files the expected-score checks read."""
+        return sorted(
+            {check.source for document in self.expected for check in checks_from_expected(document)}
+        )
+
+    # --- structure search --------------------------------------------------------------------
+
+    def structure_names(self, sharded: bool, per_topics: bool = False) -> str:
+        """The ``system`` constraint of the structure-search rules of indexes split into shards
+        (or not). One run name may be sharded in one collection and whole in another, so each
+        name only matches right after its collection's directory (and topic set's, with
+        ``per_topics``)."""
+        scopes = []
+        for collection, entries in self.config["structure"].items():
+            for name, entry in entries.items():
+                if (entry["shards"] > 1) != sharded:
+                    continue
+                folders = (
+                    [f"{collection}/{topics}" for topics in entry["topics"]]
+                    if per_topics
+                    else [collection]
+                )
+                scopes += [f"(?<=/{re.escape(folder)}/){re.escape(name)}" for folder in folders]
+        return "|".join(sorted(scopes)) or "(?!)"
+
+    def structure_shards(self, wildcards) -> range:
+        """The shard numbers of a sharded structure-search run's index."""
+        return range(self.config["structure"][wildcards.collection][wildcards.system]["shards"])
+
+    def structure_query_inputs(self, wildcards) -> dict[str, str]:
+        """A structure-search topic set's topics, and pya0's keyword file for it if configured."""
+        entry = self.config["structure"][wildcards.collection][wildcards.system]
+        inputs = {"topics": paths.topics(wildcards.collection, wildcards.topics)}
+        if wildcards.topics in entry["keyword_files"]:
+            where = f"structure.{wildcards.collection}.{wildcards.system}.keyword_files"
+            inputs["keywords"] = self.raw_file(entry["keyword_files"][wildcards.topics], where)
+        return inputs
+
+    def structure_targets(self) -> list[str]:
+        """Each structure-search index's statistics and runs, with their readable queries."""
+        targets = []
+        for collection, entries in self.config["structure"].items():
+            for name, entry in entries.items():
+                targets.append(paths.index_stats(collection, name))
+                for topics in entry["topics"]:
+                    targets.append(paths.run(collection, topics, name))
+                    targets.append(paths.structure_queries(collection, topics, name))
+        return targets
+
+    # --- sweeps, tables, figures, claims -----------------------------------------------------
+
+    def sweep_report(self, name: str) -> str:
+        sweep = self.config["sweeps"][name]
+        return paths.sweep(sweep["collection"], sweep["topics"], name)
+
+    def sweep_inputs(self, wildcards) -> dict[str, Any]:
+        """A sweep's input runs and qrels, those of its selection split, and the topics of
+        both when it chooses per language."""
+        entry = self.config["sweeps"][wildcards.sweep]
+        collection = entry["collection"]
+        inputs: dict[str, Any] = {
+            "runs": [self.run_path(collection, entry["topics"], run) for run in entry["runs"]],
+            "qrels": paths.qrels(collection, entry["qrels"]),
+        }
+        if "select_on" in entry:
+            split = entry["select_on"]
+            inputs["select_runs"] = [
+                self.run_path(collection, split["topics"], run) for run in entry["runs"]
+            ]
+            inputs["select_qrels"] = paths.qrels(collection, split["qrels"])
+            if entry["by_language"]:
+                inputs["select_topics"] = paths.topics(collection, split["topics"])
+        if entry["by_language"]:
+            inputs["topics"] = paths.topics(collection, entry["topics"])
+        return inputs
+
+    def table_sources(self, name: str) -> dict[str, str]:
+        """A configured table's inputs by :func:`hybrid_ir.tables.source_key`: each row's run
+        file or cross-validation report in each group it has one in, and those groups' qrels (a
+        group of published values only needs no collection here)."""
+        table = self.config["tables"][name]
+        groups = {group["name"]: group for group in table_groups(table)}
+        sources = {}
+        for block in table["blocks"]:
+            for row in block["rows"]:
+                for group, (kind, source) in row_sources(row, list(groups)).items():
+                    where = groups[group]
+                    if kind == "run":
+                        path = self.run_path(where["collection"], where["topics"], source)
+                    else:
+                        path = paths.crossval(source)
+                    sources[source_key(row["label"], group)] = path
+                    qrels = paths.qrels(where["collection"], where["qrels"])
+                    sources[source_key("qrels", group)] = qrels
+        for sweep in table["sweeps"]:
+            sources[f"sweep_{sweep}"] = self.sweep_report(sweep)
+        return sources
+
+    def parameter_table_inputs(self, wildcards) -> dict[str, str]:
+        """A parameter table's per-language sweep, its tuned retriever's facts, the paper's
+        values."""
+        spec = self.config["parameter_tables"][wildcards.parameter_table]
+        inputs = {"sweep": self.sweep_report(spec["sweep"])}
+        if "tuned_run" in spec:
+            tuned = spec["tuned_run"]
+            inputs["facts"] = paths.run_facts(tuned["collection"], tuned["topics"], tuned["run"])
+        if "published_from" in spec:
+            inputs["published"] = spec["published_from"]
+        return inputs
+
+    def figure_inputs(self, wildcards) -> dict[str, Any]:
+        return figure_inputs(wildcards.figure, self.config, self.run_path)
+
+    def figures_of_kind(self, kind: str) -> list[str]:
+        return [name for name, entry in self.config["figures"].items() if entry["kind"] == kind]
+
+    def claims_inputs(self, paper: str) -> dict[str, str]:
+        """A paper's claims file, the CSV and per-topic scores of each table its claims and
+        reproductions compare that this configuration builds, and each reproduction's two
+        runs."""
+        claims = self.claims[paper]
+        tables = self.config["tables"]
+        inputs = {"claims": claims.source}
+        compared = {claim.table for claim in claims.claims}
+        compared |= {reproduction.table for reproduction in claims.reproductions}
+        for table in sorted(compared & set(tables)):
+            inputs[f"csv_{table}"] = paths.result_table(table, "csv")
+            inputs[f"per_query_{table}"] = paths.result_table(table, "per_query.tsv")
+        for reproduction in claims.reproductions:
+            runs = reproduction_runs(reproduction, tables, claims.source)
+            for role, (collection, topics, run) in runs.items():
+                inputs[f"{role}_{reproduction.id}"] = paths.run(collection, topics, run)
+        return inputs
+
+    def table_claims(self, name: str) -> dict[str, list[str]]:
+        """The claims tested on a table, as ``paper -> [claim ids]``, for its notes."""
+        found = {}
+        for paper, claims in self.claims.items():
+            ids = [claim.id for claim in claims.claims if claim.table == name]
+            if ids:
+                found[paper] = ids
+        return found
+
+    # --- the math models ---------------------------------------------------------------------
+
+    def pretok_inputs(self, name: str) -> dict[str, str]:
+        """Canonical corpus and topic files of a collection, keyed as its pre-tokenized
+        copies."""
+        converted = self.converted_outputs(name)
+        return {
+            key: path
+            for key, path in converted.items()
+            if key == "corpus" or key.startswith("topics_")
+        }
+
+    def pretok_outputs(self, name: str) -> dict[str, str]:
+        return {
+            key: paths.pretok(
+                name, "corpus" if key == "corpus" else f"topics/{key.removeprefix('topics_')}"
+            )
+            for key in self.pretok_inputs(name)
+        }
+
+    def backbone_input(self, backbone: str) -> dict[str, str]:
+        """The directory a backbone starts from: further pretrained here, or its configured
+        model when that is a local directory (a fetched hub model's included)."""
+        entry = self.math["backbones"][backbone]
+        if entry["pretrain"]:
+            return {"backbone": paths.model("pretrained", backbone)}
+        return checkpoint_input(entry["model"], "backbone")
+
+    def dpr_snapshots(self) -> list[int]:
+        """Epochs after which DPR fine-tuning also keeps its model (paper 000 Table 1 rows
+        1-4)."""
+        return self.math["dpr"]["snapshots"] if self.math and "dpr" in self.math else []
+
+    def snapshot_dirs(self, wildcards) -> dict[int, str]:
+        """Epoch -> where a fine-tuning job keeps its model after that epoch (DPR only)."""
+        if wildcards.encoder != "dpr":
+            return {}
+        return {
+            epoch: paths.model(snapshot_model(epoch), wildcards.backbone)
+            for epoch in self.dpr_snapshots()
+        }
+
+    def backbone_source(self, wildcards, input) -> str:
+        """What a fine-tuning step loads: the pretrained directory, or the configured model."""
+        backbone = self.math["backbones"][wildcards.backbone]
+        return input.backbone if backbone["pretrain"] else backbone["model"]
+
+    def all_qrels(self) -> list[str]:
+        return [
+            paths.qrels(name, qrels)
+            for name, collection in self.config["collections"].items()
+            for qrels in collection["qrels"]
+        ]
+
+    def math_targets(self) -> list[str]:
+        """Pretraining losses and figures, each model run and index, and the pre-tokenized
+        copies of formula collections (fields that are one formula each, as NTCIR-12's TeX
+        topics), which no model step needs to ask for."""
+        math = self.math
+        if not math:
+            return []
+        targets = []
+        for backbone, entry in math["backbones"].items():
+            if entry["pretrain"]:
+                targets += [f"{paths.model('pretrained', backbone)}.losses.tsv"]
+                targets += [paths.figure(f"pretraining-{backbone}", "png")]
+        for name, run in self.math_runs.items():
+            if run["kind"] in ("dpr", "colbert"):
+                targets.append(paths.index_stats(math["collection"], name))
+            targets += [paths.run(math["collection"], topics, name) for topics in math["topics"]]
+        for collection, sets in math["also_search"].items():
+            for name, run in self.math_runs.items():
+                if run["kind"] in ENCODERS:
+                    targets.append(paths.index_stats(collection, name))
+                    targets += [paths.run(collection, topics, name) for topics in sets]
+        for collection, entry in math["pretokenize"].items():
+            if entry["formula_fields"]:  # formula collections (NTCIR-12): made to be read
+                targets += list(self.pretok_outputs(collection).values())
+        return targets
+
+    # --- everything -------------------------------------------------------------------------
+
+    def all_targets(self) -> list[str]:
+        config = self.config
+        targets = [
+            output
+            for name in config["collections"]
+            for output in self.converted_outputs(name).values()
+        ]
+        targets += [
+            paths.result_table(name, ext) for name in config["tables"] for ext in TABLE_EXTENSIONS
+        ]
+        targets += [
+            paths.result_table(name, ext)
+            for name in config["parameter_tables"]
+            for ext in PARAMETER_TABLE_EXTENSIONS
+        ]
+        targets += [paths.claims(paper, ext) for paper in self.claims for ext in CLAIMS_EXTENSIONS]
+        targets += [paths.crossval(name) for name in config["crossval"]]
+        targets += [self.sweep_report(name) for name in config["sweeps"]]
+        targets += [
+            output
+            for name, figure in config["figures"].items()
+            for output in figure_outputs(name, figure).values()
+        ]
+        targets += self.math_targets()
+        targets += self.structure_targets()
+        if config["bm25"]["experiments"]:
+            targets += [paths.result_table("bm25", ext) for ext in BM25_TABLE_EXTENSIONS]
+        if self.expected:
+            targets.append(paths.checks("passed"))
+        return targets

@@ -1,0 +1,79 @@
+"""The rule-facing plan of a configuration, without Snakemake: inputs, outputs, targets and the
+one-line errors a rule's input function raises."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from hybrid_ir.checks import load_expected
+from hybrid_ir.claims import claims_by_paper
+from hybrid_ir.config import fill_published, validate_config
+from hybrid_ir.errors import ConfigError
+from hybrid_ir.fetch import load_manifest
+from hybrid_ir.plan import Plan, alternatives
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def plan() -> Plan:
+    config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+    validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
+    expected = load_expected([REPO / path for path in config["expected"]])
+    fill_published(config, expected)
+    claims = claims_by_paper([REPO / path for path in config["claims"]], config["tables"])
+    manifest = load_manifest(REPO / config["manifest"])
+    return Plan(copy.deepcopy(config), manifest, expected, claims, Path("/mirror"))
+
+
+def test_a_run_the_configuration_does_not_make_is_a_one_line_error(plan):
+    assert plan.run_path("cf", "all", "vsr") == "results/runs/cf/all/vsr.trec"
+    with pytest.raises(ConfigError, match=r"^no run 'bm25-nope' for cf/all$"):
+        plan.run_path("cf", "all", "bm25-nope")
+
+
+def test_a_raw_file_missing_from_the_manifest_says_how_to_add_it(plan):
+    with pytest.raises(ConfigError, match=r"hybrid-ir manifest add /mirror/x/y\.tsv --mirror"):
+        plan.raw_file("x/y.tsv", "collections.cf.sources.cf74")
+    path = plan.config["collections"]["cf"]["sources"]["cf74"]
+    assert plan.sources_of("cf")["cf74"] == f"results/raw/{path}"
+
+
+def test_a_tuned_retriever_reads_its_development_split(plan):
+    wildcards = SimpleNamespace(collection="scifact", topics="test", system="bm25-sparse-tuned")
+    assert plan.retriever_inputs(wildcards) == {
+        "corpus": "results/collections/scifact/corpus.jsonl",
+        "topics": "results/collections/scifact/topics/test.jsonl",
+        "tune_topics": "results/collections/scifact/topics/train.jsonl",
+        "tune_qrels": "results/collections/scifact/qrels/train.qrels",
+    }
+
+
+def test_a_table_reads_each_rows_run_and_each_groups_qrels(plan):
+    sources = plan.table_sources("paper002-scifact")
+    assert sources["sweep_scifact-ensemble-eta"].endswith("scifact-ensemble-eta.json")
+    assert "results/runs/scifact/test/bm25-flat.trec" in sources.values()
+    assert "results/collections/scifact/qrels/test.qrels" in sources.values()
+
+
+def test_every_configured_output_is_a_target(plan):
+    targets = plan.all_targets()
+    assert len(targets) == len(set(targets))
+    config = plan.config
+    for name in config["tables"]:
+        assert f"results/tables/{name}.md" in targets
+    for name in config["figures"]:
+        assert f"results/figures/{name}.png" in targets
+    assert "results/figures/paper004-fig3.md" in targets  # collection_stats writes a table too
+    assert "results/pretok/ntcir12/topics/all.jsonl" in targets  # a formula collection's copies
+    assert "results/checks/passed" in targets
+
+
+def test_figures_by_kind_and_wildcard_constraints(plan):
+    assert plan.figures_of_kind("rank_scatter") == ["paper000-fig3"]
+    assert alternatives(["a", "ab"]) == "ab|a" and alternatives([]) == "(?!)"
