@@ -77,3 +77,17 @@ def test_every_configured_output_is_a_target(plan):
 def test_figures_by_kind_and_wildcard_constraints(plan):
     assert plan.figures_of_kind("rank_scatter") == ["paper000-fig3"]
     assert alternatives(["a", "ab"]) == "ab|a" and alternatives([]) == "(?!)"
+
+
+@pytest.mark.parametrize(
+    ("placeholder", "message"),
+    [
+        ("{row:No such row/nDCG'}", "no row labelled 'No such row'"),
+        ("{paper:Linked MSE Posts/nDCG@99}", "no column 'nDCG@99'"),
+    ],
+)
+def test_a_note_placeholder_is_checked_when_the_dag_is_built(placeholder, message):
+    config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+    config["tables"]["paper001-table1"]["notes"].append(f"quoting {placeholder}")
+    with pytest.raises(ConfigError, match=r"tables\.paper001-table1\.notes: .*" + message):
+        validate_config(config, REPO / "workflow/schemas/config.schema.yaml")

@@ -21,7 +21,7 @@ from hybrid_ir.fusion import check_fusion
 from hybrid_ir.hub import check_pins, local_checkpoint
 from hybrid_ir.neural.distributed import accumulation_steps
 from hybrid_ir.neural.encoders import ENCODERS
-from hybrid_ir.tables import row_sources, table_groups
+from hybrid_ir.tables import column_key, note_placeholders, row_sources, table_groups
 
 IN_CORPUS = "-in-corpus"
 """Suffix of a pool-restricted qrels set: the judgments of documents the corpus holds."""
@@ -895,6 +895,21 @@ def _check_runs_and_tables(config: dict) -> None:
         _check_table(config, name, table)
 
 
+def _check_note_placeholders(where: str, table: dict, rows: dict, groups: dict) -> None:
+    """A note's ``{row:Label/Column}`` and ``{paper:...}`` name a row and a column of the
+    table, checked when the DAG is built rather than when the table job has run."""
+    columns = {column_key(name, column) for name, g in groups.items() for column in g["columns"]}
+    for note in table.get("notes", []):
+        for kind, label, column in note_placeholders(note):
+            at = f"config: {where}.notes: {{{kind}:{label}/{column}}}"
+            if label not in rows:
+                raise ConfigError(f"{at}: no row labelled {label!r}")
+            if column not in columns:
+                raise ConfigError(
+                    f"{at}: no column {column!r} (columns: {', '.join(sorted(columns))})"
+                )
+
+
 def _check_table(config: dict, name: str, table: dict) -> None:
     """Groups, rows' runs per group, displays and reference rows of a table."""
     where = f"tables.{name}"
@@ -930,6 +945,7 @@ def _check_table(config: dict, name: str, table: dict) -> None:
     for sweep in table.get("sweeps", []):
         if sweep not in config.get("sweeps", {}):
             raise ConfigError(f"config: {where}.sweeps: no sweep {sweep!r}")
+    _check_note_placeholders(where, table, rows, groups)
     if len(rows) != sum(len(block["rows"]) for block in table["blocks"]):
         raise ConfigError(f"config: {where}: row labels must be unique")
     references = [(f"{where}.reference", table.get("reference"))]

@@ -701,6 +701,11 @@ def sweep_notes(reports: Mapping[str, Mapping]) -> list[str]:
 _PLACEHOLDER = re.compile(r"\{(row|paper):([^{}]+)/([^{}/]+)\}")
 
 
+def note_placeholders(note: str) -> list[tuple[str, str, str]]:
+    """``(row | paper, row label, column)`` of each placeholder in a note."""
+    return [match.groups() for match in _PLACEHOLDER.finditer(note)]
+
+
 def fill_note(spec: TableSpec, cells: dict[str, dict[str, Cell]], note: str) -> str:
     """``note`` with each placeholder replaced by the cell it names, so that a note never
     quotes a number other than the table's; a placeholder naming no row, no column, or a cell
