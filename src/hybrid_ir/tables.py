@@ -703,7 +703,9 @@ _PLACEHOLDER = re.compile(r"\{(row|paper):([^{}]+)/([^{}/]+)\}")
 
 def note_placeholders(note: str) -> list[tuple[str, str, str]]:
     """``(row | paper, row label, column)`` of each placeholder in a note."""
-    return [match.groups() for match in _PLACEHOLDER.finditer(note)]
+    return [
+        (match.group(1), match.group(2), match.group(3)) for match in _PLACEHOLDER.finditer(note)
+    ]
 
 
 def fill_note(spec: TableSpec, cells: dict[str, dict[str, Cell]], note: str) -> str:
