@@ -407,7 +407,8 @@ def project(
 
 
 def load_config(files: list[Path]) -> dict:
-    from hybrid_ir.config import config_layers, merged_config, validate_config
+    from hybrid_ir.config import validate_config
+    from hybrid_ir.config_layers import config_layers, merged_config
 
     config = merged_config(config_layers(files, {}))
     # Job sizes, not models: the hub models need no pin to be sized.
@@ -529,7 +530,7 @@ def _run_shape(math_config: dict, run: dict, notes: list[str]) -> Shape:
 
 def paper_jobs(config: dict, notes: list[str]) -> list[Job]:
     """Every GPU job of the configuration, grouped into rows of equal cost."""
-    from hybrid_ir.config import (
+    from hybrid_ir.config_settings import (
         fine_tuning_settings,
         math_model_runs,
         pretraining_settings,
@@ -675,7 +676,7 @@ def _finetune_job(
     request: dict,
     sixteen: bool,
 ) -> Job:
-    from hybrid_ir.config import rule_threads, training_processes
+    from hybrid_ir.config_settings import rule_threads, training_processes
 
     batch, micro = settings["batch_size"], settings.get("micro_batch_size")
     if encoder == "dpr":

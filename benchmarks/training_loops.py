@@ -22,7 +22,8 @@ from pathlib import Path
 import yaml
 from cpu_precision import GOAL, matmul_limit
 
-from hybrid_ir.config import pretraining_settings, validate_config
+from hybrid_ir.config import validate_config
+from hybrid_ir.config_settings import pretraining_settings
 
 RESULTS = Path("results")
 SCHEMA = Path("workflow/schemas/config.schema.yaml")

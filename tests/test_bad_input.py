@@ -20,7 +20,8 @@ import pytest
 from hybrid_ir.cli import main
 from hybrid_ir.collections import convert
 from hybrid_ir.collections.arqmath import read_labels_csv
-from hybrid_ir.config import config_warnings, validate_config
+from hybrid_ir.config import validate_config
+from hybrid_ir.config_checks import config_warnings
 from hybrid_ir.crossval import crossvalidate_linear
 from hybrid_ir.errors import (
     ConfigError,

@@ -208,7 +208,8 @@ def test_a_repeated_claim_id_is_refused(tmp_path):
 
 
 def test_the_configured_claims_name_rows_and_columns_the_default_tables_have():
-    from hybrid_ir.config import config_layers, merged_config, validate_config
+    from hybrid_ir.config import validate_config
+    from hybrid_ir.config_layers import config_layers, merged_config
 
     config = merged_config(config_layers([REPO / "config.yaml"], {}))
     validate_config(

@@ -31,7 +31,7 @@ def test_paper_config_is_valid_over_the_default(config, tmp_path):
     from conftest import paper_pins
     from snakemake.utils import update_config
 
-    from hybrid_ir.config import config_layers, merged_config
+    from hybrid_ir.config_layers import config_layers, merged_config
 
     paper = [REPO / "config.yaml", REPO / "configs" / "paper.yaml", paper_pins(tmp_path)]
     layers = config_layers(paper, {})
@@ -207,7 +207,7 @@ def test_an_entry_for_several_topic_sets_needs_topics_in_its_name():
 
 def test_published_values_are_written_once_and_fill_table_and_checks():
     from hybrid_ir.checks import checks_from_expected, load_expected
-    from hybrid_ir.config import fill_published
+    from hybrid_ir.config_published import fill_published
 
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     validate_config(config, SCHEMA)
@@ -240,7 +240,7 @@ def test_published_values_are_written_once_and_fill_table_and_checks():
 def test_said_once_entries_expand_as_before(config, monkeypatch):
     """A fusion over a list of topic sets, a block per sample topic with its published values
     from an expected file, and a sweep figure's sets from its sweep."""
-    from hybrid_ir.config import fill_published
+    from hybrid_ir.config_published import fill_published
 
     monkeypatch.chdir(REPO)
     validate_config(config, SCHEMA)
@@ -264,7 +264,7 @@ def test_said_once_entries_expand_as_before(config, monkeypatch):
 
 
 def test_a_published_file_without_published_values_is_named(config, tmp_path, monkeypatch):
-    from hybrid_ir.config import fill_published
+    from hybrid_ir.config_published import fill_published
 
     monkeypatch.chdir(REPO)
     validate_config(config, SCHEMA)
@@ -338,7 +338,7 @@ def test_run_summary_after_an_error_without_results(tmp_path: Path):
 
 
 def test_gpu_jobs_split_the_global_batch_over_their_gpus(config):
-    from hybrid_ir.config import training_processes
+    from hybrid_ir.config_settings import training_processes
 
     config["math_models"].update(device="auto", cpu_processes=2)
     config["math_models"]["pretraining"].update(batch_size=240, micro_batch_size=10)

@@ -14,7 +14,8 @@ import pytest
 import yaml
 from test_colbert import WORDS, _tiny_bert
 
-from hybrid_ir.config import math_model_runs, systems, validate_config
+from hybrid_ir.config import validate_config
+from hybrid_ir.config_settings import math_model_runs, systems
 from hybrid_ir.errors import ConfigError, HybridIRError, ParameterError
 from hybrid_ir.neural.candidates import top_candidates
 from hybrid_ir.neural.encoders import ENCODERS, Job, encoder

@@ -199,7 +199,8 @@ def paper_run(tmp_path_factory) -> dict:
 
 def _merged(configfiles) -> dict:
     """The configuration the workflow sees: merged, validated, its templates expanded."""
-    from hybrid_ir.config import config_layers, merged_config, validate_config
+    from hybrid_ir.config import validate_config
+    from hybrid_ir.config_layers import config_layers, merged_config
 
     config = merged_config(config_layers([REPO / "config.yaml", *configfiles], {}))
     schema = REPO / "workflow" / "schemas" / "config.schema.yaml"

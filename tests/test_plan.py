@@ -12,7 +12,8 @@ import yaml
 
 from hybrid_ir.checks import load_expected
 from hybrid_ir.claims import claims_by_paper
-from hybrid_ir.config import fill_published, validate_config
+from hybrid_ir.config import validate_config
+from hybrid_ir.config_published import fill_published
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.fetch import load_manifest
 from hybrid_ir.plan import Plan, alternatives

@@ -15,8 +15,9 @@ import yaml
 from test_paper_config import FULL_COLLECTIONS
 
 from hybrid_ir.cli import main
-from hybrid_ir.config import config_layers, merged_config, rule_resources, rule_threads
 from hybrid_ir.config import validate_config as validated
+from hybrid_ir.config_layers import config_layers, merged_config
+from hybrid_ir.config_settings import rule_resources, rule_threads
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.neural import devices
 

@@ -21,7 +21,8 @@ import pytest
 import yaml
 from test_colbert import WORDS, _tiny_bert
 
-from hybrid_ir.config import math_model_runs, systems, validate_config
+from hybrid_ir.config import validate_config
+from hybrid_ir.config_settings import math_model_runs, systems
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.hub import local_checkpoint
 from hybrid_ir.neural.encoders import Job, encoder, model_texts

@@ -983,7 +983,8 @@ def _default_config() -> dict:
 
 
 def _validated(config: dict, published: dict | None = None, tmp_path: Path | None = None) -> dict:
-    from hybrid_ir.config import fill_published, validate_config
+    from hybrid_ir.config import validate_config
+    from hybrid_ir.config_published import fill_published
 
     if published is not None and tmp_path is not None:
         path = tmp_path / "published.yaml"
@@ -1219,13 +1220,13 @@ def test_a_bad_note_placeholder_names_the_table_and_placeholder(table, placehold
 def test_note_placeholders_of_the_shipped_configs_name_rows_and_columns(path: str):
     """Every placeholder in a shipped table note names a row and a column of its table, so a
     note never fails to render (the render itself needs the runs)."""
-    from hybrid_ir.tables import _PLACEHOLDER, column_key, table_groups
+    from hybrid_ir.table_spec import NOTE_PLACEHOLDER, column_key, table_groups
 
     root = Path(__file__).resolve().parents[1]
     tables = (yaml.safe_load((root / path).read_text(encoding="utf-8")) or {}).get("tables") or {}
     for name, table in tables.items():
         # An overlay (configs/paper.yaml) may change a table's notes only: check complete ones.
-        quoted = [m for note in table.get("notes", []) for m in _PLACEHOLDER.finditer(note)]
+        quoted = [m for note in table.get("notes", []) for m in NOTE_PLACEHOLDER.finditer(note)]
         if not quoted:
             continue
         labels = {row["label"] for block in table["blocks"] for row in block["rows"]}

@@ -67,7 +67,9 @@ def _manifest_add(args: argparse.Namespace) -> None:
 def _config(args: argparse.Namespace) -> None:
     import yaml
 
-    from hybrid_ir.config import config_layers, merged_config, training_plan, validate_config
+    from hybrid_ir.config import validate_config
+    from hybrid_ir.config_layers import config_layers, merged_config
+    from hybrid_ir.config_settings import training_plan
 
     config = merged_config(config_layers([args.base, *args.configfile], {}))
     schema = Path(args.base).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
@@ -76,7 +78,8 @@ def _config(args: argparse.Namespace) -> None:
 
 
 def _hub_pin(args: argparse.Namespace) -> None:
-    from hybrid_ir.config import config_layers, merged_config, validate_config
+    from hybrid_ir.config import validate_config
+    from hybrid_ir.config_layers import config_layers, merged_config
     from hybrid_ir.hub import current_revisions, hub_references, pin_lines, write_pins
 
     config = merged_config(config_layers([args.base, *args.configfile], {}))

@@ -19,15 +19,10 @@ from typing import Any
 from hybrid_ir import paths
 from hybrid_ir.checks import checks_from_expected, evaluation_pairs, load_expected
 from hybrid_ir.claims import PaperClaims, claims_by_paper, reproduction_runs
-from hybrid_ir.config import (
-    config_layers,
-    fill_published,
-    math_model_runs,
-    resolve_overrides,
-    snapshot_model,
-    systems,
-    validate_config,
-)
+from hybrid_ir.config import validate_config
+from hybrid_ir.config_layers import config_layers, resolve_overrides
+from hybrid_ir.config_published import fill_published
+from hybrid_ir.config_settings import math_model_runs, snapshot_model, systems
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.fetch import ManifestEntry, load_manifest, mirror_root
 from hybrid_ir.figure_kinds import figure_inputs, figure_outputs

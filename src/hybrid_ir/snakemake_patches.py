@@ -115,7 +115,7 @@ def read_configfiles_with_libyaml(configfile_module: Any = None) -> bool:
 
     def build(original: Callable[[Any], dict]) -> Callable[[Any], dict]:
         def load_configfile(configpath: Any) -> dict:
-            from hybrid_ir.config import read_config_file
+            from hybrid_ir.config_layers import read_config_file
             from hybrid_ir.errors import ConfigError
 
             if not isinstance(configpath, (str, Path)):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from hybrid_ir import paths
 from hybrid_ir.formats import atomic_output
+from hybrid_ir.table_spec import NOTE_PLACEHOLDER, column_key, row_sources, source_key, table_groups
 
 
 @dataclass(frozen=True)
@@ -172,39 +173,6 @@ PUBLISHED_ONLY_MARK = "§"
 # Marks the rows the others are t-tested against: not `*`, which marks p < 0.05, nor `†`, which a
 # paper's own labels use (paper 000's "MathBERT †").
 REFERENCE_MARK = "(ref.)"
-
-
-def column_key(group: str, column: str) -> str:
-    """A column's name in the table's cells, CSV and per-topic TSV: ``column`` itself in a
-    table without groups, ``"<group>: <column>"`` in a grouped one (columns repeat across
-    groups, e.g. BPref)."""
-    return f"{group}: {column}" if group else column
-
-
-def source_key(label: str, group: str) -> str:
-    """The rule's input name of a row's run (or cross-validation report) in a group; ``qrels``
-    as the label names the group's qrels."""
-    return f"{group}: {label}" if group else label
-
-
-def table_groups(table: Mapping) -> list[dict]:
-    """A table's column groups: its ``groups``, else one unnamed group of the table's own
-    collection, topics, qrels, measures, columns and display."""
-    if "groups" in table:
-        return list(table["groups"])
-    keys = ("collection", "topics", "qrels", "measures", "columns", "display")
-    return [{"name": "", **{key: table[key] for key in keys if key in table}}]
-
-
-def row_sources(row: Mapping, groups: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """Group -> (``run`` or ``crossval``, its name) of a configured row: ``run`` / ``crossval``
-    stand for every group, ``runs`` names a run per group, a published-only row has none."""
-    if "runs" in row:
-        return {group: ("run", name) for group, name in row["runs"].items()}
-    for kind in ("run", "crossval"):
-        if kind in row:
-            return dict.fromkeys(groups, (kind, row[kind]))
-    return {}
 
 
 @dataclass(frozen=True)
@@ -695,19 +663,6 @@ def sweep_notes(reports: Mapping[str, Mapping]) -> list[str]:
     return notes
 
 
-# A number a note quotes, filled from the table: ``{row:<label>/<column>}`` is our value,
-# ``{paper:<label>/<column>}`` the paper's, each printed as its cell prints it (the label may
-# contain "/": the column is what follows the last one).
-_PLACEHOLDER = re.compile(r"\{(row|paper):([^{}]+)/([^{}/]+)\}")
-
-
-def note_placeholders(note: str) -> list[tuple[str, str, str]]:
-    """``(row | paper, row label, column)`` of each placeholder in a note."""
-    return [
-        (match.group(1), match.group(2), match.group(3)) for match in _PLACEHOLDER.finditer(note)
-    ]
-
-
 def fill_note(spec: TableSpec, cells: dict[str, dict[str, Cell]], note: str) -> str:
     """``note`` with each placeholder replaced by the cell it names, so that a note never
     quotes a number other than the table's; a placeholder naming no row, no column, or a cell
@@ -730,7 +685,7 @@ def fill_note(spec: TableSpec, cells: dict[str, dict[str, Cell]], note: str) -> 
             raise ConfigError(f"{where}: row {label!r} has no {side} in {column!r}")
         return _format(number, 0 if column in integral else spec.display(column)[2] or spec.digits)
 
-    return _PLACEHOLDER.sub(value, note)
+    return NOTE_PLACEHOLDER.sub(value, note)
 
 
 def _legend(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> list[str]:

@@ -10,8 +10,8 @@ from snakemake.logging import logger
 from hybrid_ir import paths
 from hybrid_ir.code_digest import DigestCache
 from hybrid_ir.collections import reader_options
-from hybrid_ir.config import (
-    config_warnings,
+from hybrid_ir.config_checks import config_warnings
+from hybrid_ir.config_settings import (
     fine_tuning_settings,
     pretraining_settings,
     qrels_views,

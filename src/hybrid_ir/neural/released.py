@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from hybrid_ir import paths
-from hybrid_ir.config import math_model_runs
+from hybrid_ir.config_settings import math_model_runs
 from hybrid_ir.hub import local_checkpoint
 from hybrid_ir.neural.encoders import ENCODERS
 

@@ -1,0 +1,166 @@
+"""Configuration layers: the files and command-line values Snakemake merges, read safely and
+merged as Snakemake merges them, with the overrides a layer makes explicit (a training length,
+a collection's sources) resolved."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import yaml
+
+from hybrid_ir.config_settings import TRAINING_LENGTHS, training_sections
+from hybrid_ir.errors import ConfigError, cut
+from hybrid_ir.formats import YAML_LOADER
+
+
+def resolve_overrides(config: dict, layers: Sequence[tuple[str, Mapping]]) -> None:
+    """Undo Snakemake's key-by-key merge where a setting is one unit (``layers``: source name ->
+    that layer's own settings, lowest first: config.yaml, each ``--configfile``, ``--config``):
+    each merged training section keeps only the length key of the topmost layer that sets one
+    (a layer setting both is an error naming it and the key), and each collection the sources of
+    the topmost layer that lists them."""
+    chosen: dict[str, str] = {}
+    for source, layer in layers:
+        for where, section in training_sections(layer).items():
+            given = [key for key in TRAINING_LENGTHS if key in section]
+            if len(given) == 2:
+                raise ConfigError(
+                    f"{source}: {where}: sets both steps and epochs; training length is one of "
+                    "them (steps, or epochs over the training examples)"
+                )
+            if given:
+                chosen[where] = given[0]
+    for where, section in training_sections(config).items():
+        if where in chosen:
+            for other in TRAINING_LENGTHS:
+                if other != chosen[where]:
+                    section.pop(other, None)  # type: ignore[attr-defined]
+    _replace_collection_sources(config, layers)
+
+
+def _replace_collection_sources(config: dict, layers: Sequence[tuple[str, Mapping]]) -> None:
+    """A collection's files are one setting: the topmost layer that lists a collection's
+    ``sources`` gives all of them, so that the paper configuration can point a collection at the
+    full Posts.xml without the sample's roles staying beside it."""
+    collections = config.get("collections")
+    if not isinstance(collections, dict):
+        return
+    for _, layer in layers:
+        for name, entry in (layer.get("collections") or {}).items():
+            if isinstance(entry, Mapping) and isinstance(entry.get("sources"), Mapping):
+                if isinstance(collections.get(name), dict):
+                    collections[name]["sources"] = copy.deepcopy(dict(entry["sources"]))
+
+
+EXPANDED_VALUES_LIMIT = 1_000_000
+"""The most values a configuration file may hold once its YAML aliases are expanded: a few
+hundred bytes of nested aliases (a "billion laughs") otherwise expand to billions, which
+validation walks until memory runs out and whose error message is the whole value."""
+
+
+def _yaml_children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _expanded_values(root: yaml.Node) -> int | None:
+    """How many values the document holds with every alias expanded (each node counted once
+    per use, sized once); None for a recursive alias, which never ends."""
+    sizes: dict[int, int] = {}
+    entered: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack[-1]
+        if id(node) in sizes:
+            stack.pop()
+            continue
+        children = _yaml_children(node)
+        if id(node) not in entered:
+            entered.add(id(node))
+            pending = [child for child in children if id(child) not in sizes]
+            # Entered but not sized: a node on the current path, reached again through an alias.
+            if any(id(child) in entered for child in pending):
+                return None
+            stack.extend(pending)
+            continue
+        sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+        stack.pop()
+    return sizes[id(root)]
+
+
+_READ_FILES: dict[tuple[str, int, int], Mapping] = {}
+"""Configuration files read in this process, by path, modification time and size: Snakemake's
+``configfile:`` and the workflow's own layers read the same files at every start."""
+
+
+def read_config_file(path: str | Path) -> dict:
+    """One configuration file, refused in one line as Snakemake refuses it (not UTF-8, not a
+    mapping at the top level) and when its aliases expand beyond :data:`EXPANDED_VALUES_LIMIT`;
+    a copy of its mapping each call."""
+    where = f"configuration file {str(path)!r}"
+    try:
+        status = Path(path).stat()
+        key = (str(Path(path).resolve()), status.st_mtime_ns, status.st_size)
+        if key not in _READ_FILES:
+            with open(path, encoding="utf-8") as handle:
+                _READ_FILES[key] = _parse_layer(handle.read(), where)
+        layer = _READ_FILES[key]
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{where}: not UTF-8 text (byte {error.start})") from None
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"cannot read {where}: {cut(str(error))}") from None
+    return copy.deepcopy(dict(layer))
+
+
+def _parse_layer(text: str, where: str) -> Mapping:
+    """The document of ``text``, composed once: its aliases counted on the node graph, then
+    constructed from it."""
+    loader = YAML_LOADER(text)
+    try:
+        node = loader.get_single_node()
+        values = 0 if node is None else _expanded_values(node)
+        if values is None or values > EXPANDED_VALUES_LIMIT:
+            raise ConfigError(
+                f"{where}: too many aliases: with its YAML aliases expanded it holds "
+                + ("endless values (an alias inside its own anchor)" if values is None else
+                   f"{values:,} values, over the {EXPANDED_VALUES_LIMIT:,} allowed")
+            )  # fmt: skip
+        layer = None if node is None else loader.construct_document(node)
+    finally:
+        loader.dispose()
+    if not isinstance(layer, Mapping):
+        found = "it is empty" if layer is None else f"its top level is a {type(layer).__name__}"
+        raise ConfigError(f"{where}: must be a mapping of keys at the top level, but {found}")
+    return layer
+
+
+def config_layers(files: Sequence[str | Path], overrides: Mapping) -> list[tuple[str, Mapping]]:
+    """The configuration as Snakemake merges it, layer by layer, lowest first: the files (the
+    workflow's config.yaml, then each ``--configfile`` in order), then ``--config`` overrides."""
+    layers: list[tuple[str, Mapping]] = [(str(path), read_config_file(path)) for path in files]
+    layers.append(("--config", dict(overrides)))
+    return layers
+
+
+def merged_config(layers: Sequence[tuple[str, Mapping]]) -> dict:
+    """The layers merged as Snakemake does (key by key, a later layer's value winning), with
+    one-unit settings resolved by :func:`resolve_overrides`."""
+    config: dict = {}
+    for _, layer in layers:
+        _update(config, copy.deepcopy(dict(layer)))
+    resolve_overrides(config, layers)
+    return config
+
+
+def _update(config: dict, layer: Mapping) -> None:
+    """snakemake.utils.update_config: mappings merge key by key, anything else replaces."""
+    for key, value in layer.items():
+        if isinstance(value, Mapping) and isinstance(config.get(key), dict):
+            _update(config[key], value)
+        else:
+            config[key] = dict(value) if isinstance(value, Mapping) else value
