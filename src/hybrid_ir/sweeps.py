@@ -63,22 +63,21 @@ def sweep(
     if select_on is None and select not in [column.name for column in resolve_measures(measures)]:
         raise ConfigError(f"sweep selects on {select!r}, which is not among its measures")
     scores = _scores(method, runs, parameter, values, params, qrels, measures)
+    report: dict[str, Any] = {
+        "method": method,
+        "parameter": parameter,
+        "values": list(values),
+        "scores": scores,
+        "select": select,
+        "selected_on": "development split" if select_on is not None else "evaluated topics",
+    }
     if by_language is not None:
         choices, run = _by_language(
             method, runs, parameter, values, params, select, select_on or (runs, qrels),
             by_language,
         )  # fmt: skip
-        report: dict[str, Any] = {
-            "method": method,
-            "parameter": parameter,
-            "values": list(values),
-            "scores": scores,
-            "select": select,
-            "selected_on": "development split" if select_on is not None else "evaluated topics",
-            "by_language": choices,
-            "best": {language: choice["best"] for language, choice in choices.items()},
-        }
-        return report, run
+        best_of = {language: choice["best"] for language, choice in choices.items()}
+        return report | {"by_language": choices, "best": best_of}, run
     if select_on is None:
         selection = [score[select] for score in scores]
     else:
@@ -87,16 +86,7 @@ def sweep(
         )
         selection = [score[select] for score in development]
     best = max(range(len(values)), key=selection.__getitem__)
-    report = {
-        "method": method,
-        "parameter": parameter,
-        "values": list(values),
-        "scores": scores,
-        "select": select,
-        "selected_on": "development split" if select_on is not None else "evaluated topics",
-        "selection_scores": selection,
-        "best": values[best],
-    }
+    report |= {"selection_scores": selection, "best": values[best]}
     return report, fuse(method, runs, **{**params, parameter: values[best]})
 
 

@@ -116,6 +116,19 @@ def _identifier(row: Mapping, name: str, path: Path, line: int, role: str) -> st
     return value
 
 
+def _unique_id(
+    row: Mapping, name: str, path: Path, line: int, role: str, seen: dict[str, int]
+) -> str:
+    """The row's id, recorded in ``seen`` (id -> line); an id seen before is an error."""
+    identifier = _identifier(row, name, path, line, role)
+    if identifier in seen:
+        raise InputFormatError(
+            path, line, f"{role} {quoted(identifier)} repeats line {seen[identifier]}"
+        )
+    seen[identifier] = line
+    return identifier
+
+
 def _language(
     row: Mapping, name: str, path: Path, line: int, languages: Sequence[str], what: str
 ) -> str:
@@ -160,12 +173,7 @@ def _read_corpus(
     language_of: dict[str, str] = {}
     first_line: dict[str, int] = {}
     for line, row in _records(path):
-        doc_id = _identifier(row, str(fields["doc_id"]), path, line, "document id")
-        if doc_id in first_line:
-            raise InputFormatError(
-                path, line, f"document id {quoted(doc_id)} repeats line {first_line[doc_id]}"
-            )
-        first_line[doc_id] = line
+        doc_id = _unique_id(row, str(fields["doc_id"]), path, line, "document id", first_line)
         language = _language(row, str(fields["language"]), path, line, languages, "document")
         title = fields["title"]
         documents.append(
@@ -199,12 +207,7 @@ def _read_topics(
     positives: dict[str, list[str]] = {}
     lines: dict[str, int] = {}
     for line, row in _records(path):
-        topic_id = _identifier(row, str(fields["query_id"]), path, line, "query id")
-        if topic_id in lines:
-            raise InputFormatError(
-                path, line, f"query id {quoted(topic_id)} repeats line {lines[topic_id]}"
-            )
-        lines[topic_id] = line
+        topic_id = _unique_id(row, str(fields["query_id"]), path, line, "query id", lines)
         language = _language(row, str(fields["query_language"]), path, line, languages, "query")
         text = _field(row, str(fields["query"]), path, line, "query")
         topics.append({"id": topic_id, "title": "", "text": text, "language": language})
