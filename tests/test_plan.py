@@ -92,3 +92,23 @@ def test_a_note_placeholder_is_checked_when_the_dag_is_built(placeholder, messag
     config["tables"]["paper001-table1"]["notes"].append(f"quoting {placeholder}")
     with pytest.raises(ConfigError, match=r"tables\.paper001-table1\.notes: .*" + message):
         validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
+
+
+def test_a_configuration_error_names_the_layer_that_sets_the_key(tmp_path):
+    from hybrid_ir.config_layers import attributed, config_layers, key_source
+
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("fusions:\n  cf:\n    hybrid-0.8: {params: {lam: 7}}\n", encoding="utf-8")
+    layers = config_layers([REPO / "config.yaml", overlay], {"run_depth": 5})
+    assert key_source("fusions.cf.hybrid-0.8.params.lam", layers) == str(overlay)
+    # The deepest match wins: config.yaml sets the method the overlay leaves alone.
+    assert key_source("fusions.cf.hybrid-0.8.method", layers) == str(REPO / "config.yaml")
+    assert key_source("collections.cf.sources", layers) == str(REPO / "config.yaml")
+    assert key_source("run_depth", layers) == "--config"
+    assert key_source("no_such_key", layers) is None
+    error = attributed(
+        ConfigError("config: fusions.cf.hybrid-0.8.params.lam: must be <= 1"), layers
+    )
+    assert str(error) == f"{overlay}: fusions.cf.hybrid-0.8.params.lam: must be <= 1"
+    other = ConfigError("run.trec:3: a bad line")
+    assert attributed(other, layers) is other

@@ -182,7 +182,9 @@ def test_schema_violation_stops_before_any_job(workdir, tmp_path):
     (copy / "config.yaml").write_text(yaml.safe_dump(config))
     result = snakemake(copy)
     assert result.returncode != 0
-    assert "hybrid-ir: config: run_depth: 0 is less than the minimum of 1" in result.stderr
+    # The file that sets the key is named (the workflow's configuration, or an overlay).
+    said = f"hybrid-ir: {copy / 'config.yaml'}: run_depth: 0 is less than the minimum of 1"
+    assert said in result.stderr
     assert not (copy / "results").exists()
 
 
@@ -193,7 +195,7 @@ def test_source_key_typo_stops_before_any_job(workdir, tmp_path):
     (copy / "config.yaml").write_text(yaml.safe_dump(config))
     result = snakemake(copy, "-n")
     assert result.returncode != 0
-    message = "hybrid-ir: config: collections.toy.sources.qrels_tset: no listed set uses"
+    message = f"hybrid-ir: {copy / 'config.yaml'}: collections.toy.sources.qrels_tset: no listed"
     assert message in result.stdout + result.stderr
     assert not (copy / "results").exists()
 

@@ -68,12 +68,16 @@ def _config(args: argparse.Namespace) -> None:
     import yaml
 
     from hybrid_ir.config import validate_config
-    from hybrid_ir.config_layers import config_layers, merged_config
+    from hybrid_ir.config_layers import attributed, config_layers, merged_config
     from hybrid_ir.config_settings import training_plan
 
-    config = merged_config(config_layers([args.base, *args.configfile], {}))
+    layers = config_layers([args.base, *args.configfile], {})
+    config = merged_config(layers)
     schema = Path(args.base).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
-    validate_config(config, schema, require_pins=False)  # the plan does not need the hub
+    try:
+        validate_config(config, schema, require_pins=False)  # the plan does not need the hub
+    except ConfigError as error:
+        raise attributed(error, layers) from None
     print(yaml.safe_dump({"training": training_plan(config)}, sort_keys=False), end="")
 
 

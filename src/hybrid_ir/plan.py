@@ -20,7 +20,7 @@ from hybrid_ir import paths
 from hybrid_ir.checks import checks_from_expected, evaluation_pairs, load_expected
 from hybrid_ir.claims import PaperClaims, claims_by_paper, reproduction_runs
 from hybrid_ir.config import validate_config
-from hybrid_ir.config_layers import config_layers, resolve_overrides
+from hybrid_ir.config_layers import attributed, config_layers, resolve_overrides
 from hybrid_ir.config_published import fill_published
 from hybrid_ir.config_settings import math_model_runs, snapshot_model, systems
 from hybrid_ir.errors import ConfigError
@@ -53,11 +53,15 @@ def load_plan(
     command line's ``overrides`` resolved, validated with the schema's defaults, published
     values filled) and its :class:`Plan`, with the pinned hub models (id -> revision) that the
     local rule fetch_hub_model fetches before any job reads the cache."""
-    resolve_overrides(config, config_layers(list(configfiles), overrides))
-    validate_config(config, schema, source="config")
-    expected = load_expected(config["expected"])
-    fill_published(config, expected)
-    claims = claims_by_paper(config["claims"], config["tables"])
+    layers = config_layers(list(configfiles), overrides)
+    resolve_overrides(config, layers)
+    try:
+        validate_config(config, schema, source="config")
+        expected = load_expected(config["expected"])
+        fill_published(config, expected)
+        claims = claims_by_paper(config["claims"], config["tables"])
+    except ConfigError as error:  # named by the file that sets the key, where one does
+        raise attributed(error, layers) from None
     hub_models = {
         model: config["hub_models"][model]["revision"] for model in hub_references(config)
     }
