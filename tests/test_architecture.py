@@ -3,10 +3,13 @@ rule file, rule and script there is."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -58,6 +61,7 @@ def test_architecture_table_lists_the_modules_each_stage_imports():
         "logged",
         "provenance",
         "paths",
+        "config_sources",
         "neural",
         "lucene",
     }
@@ -86,3 +90,18 @@ def test_where_to_add_a_figure_kind_names_its_registry():
     row = next(line for line in text.splitlines() if line.startswith("| a figure |"))
     assert "hybrid_ir.figure_kinds.FIGURE_KINDS" in row and "FigureKind" in row
     assert FIGURE_KINDS  # the registry the row points to exists and lists the kinds
+
+
+@pytest.mark.parametrize(
+    ("row", "registry", "entry"),
+    [
+        ("| a run origin ", "hybrid_ir.run_origins.RUN_ORIGINS", "RunOrigin"),
+        ("| a kind of output ", "hybrid_ir.plan.OUTPUT_KINDS", "OutputKind"),
+    ],
+)
+def test_where_to_add_an_origin_or_output_kind_names_its_registry(row, registry, entry):
+    text = (DOCS / "architecture.md").read_text()
+    line = next(line for line in text.splitlines() if line.startswith(row))
+    assert registry in line and entry in line
+    module, _, name = registry.rpartition(".")
+    assert getattr(importlib.import_module(module), name)

@@ -95,7 +95,8 @@ def test_a_note_placeholder_is_checked_when_the_dag_is_built(placeholder, messag
 
 
 def test_a_configuration_error_names_the_layer_that_sets_the_key(tmp_path):
-    from hybrid_ir.config_layers import attributed, config_layers, key_source
+    from hybrid_ir.config_layers import config_layers
+    from hybrid_ir.config_sources import attributed, key_source
 
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text("fusions:\n  cf:\n    hybrid-0.8: {params: {lam: 7}}\n", encoding="utf-8")

@@ -22,10 +22,11 @@ import yaml
 from test_colbert import WORDS, _tiny_bert
 
 from hybrid_ir.config import validate_config
-from hybrid_ir.config_settings import math_model_runs, systems
+from hybrid_ir.config_settings import math_model_runs
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.hub import local_checkpoint
 from hybrid_ir.neural.encoders import Job, encoder, model_texts
+from hybrid_ir.run_origins import systems
 from hybrid_ir.runs import write_run
 
 REPO = Path(__file__).resolve().parents[1]

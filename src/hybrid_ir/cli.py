@@ -68,8 +68,9 @@ def _config(args: argparse.Namespace) -> None:
     import yaml
 
     from hybrid_ir.config import validate_config
-    from hybrid_ir.config_layers import attributed, config_layers, merged_config
+    from hybrid_ir.config_layers import config_layers, merged_config
     from hybrid_ir.config_settings import training_plan
+    from hybrid_ir.config_sources import attributed
 
     layers = config_layers([args.base, *args.configfile], {})
     config = merged_config(layers)

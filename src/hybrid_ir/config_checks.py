@@ -15,7 +15,6 @@ from hybrid_ir.config_settings import (
     kept_models,
     qrels_views,
     rule_settings,
-    systems,
     trainable_models,
     training_processes,
 )
@@ -26,6 +25,7 @@ from hybrid_ir.fusion import check_fusion
 from hybrid_ir.hub import local_checkpoint
 from hybrid_ir.neural.distributed import accumulation_steps
 from hybrid_ir.neural.encoders import ENCODERS
+from hybrid_ir.run_origins import systems
 from hybrid_ir.table_spec import column_key, note_placeholders, row_sources, table_groups
 
 

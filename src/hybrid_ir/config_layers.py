@@ -147,39 +147,6 @@ def config_layers(files: Sequence[str | Path], overrides: Mapping) -> list[tuple
     return layers
 
 
-def key_source(key: str, layers: Sequence[tuple[str, Mapping]]) -> str | None:
-    """The layer (its file, or ``--config``) that sets the longest prefix of a dotted ``key``
-    (``tables.paper000-table1.notes``; a name may itself hold dots, as ``hybrid-0.8`` does), the
-    topmost on a tie: where a user goes to fix it. None when no layer sets its first part."""
-    best: tuple[int, str] | None = None
-    for name, layer in layers:
-        node: object = layer
-        rest, depth = key, 0
-        while isinstance(node, Mapping) and rest:
-            found = next(
-                (k for k in sorted(map(str, node), key=len, reverse=True)
-                 if rest == k or rest.startswith(k + ".")),
-                None,
-            )  # fmt: skip
-            if found is None:
-                break
-            node, rest, depth = node[found], rest[len(found) + 1 :], depth + 1
-        if depth and (best is None or depth >= best[0]):
-            best = (depth, name)
-    return best[1] if best else None
-
-
-def attributed(error: ConfigError, layers: Sequence[tuple[str, Mapping]]) -> ConfigError:
-    """``error`` with its ``config: <key>:`` prefix naming the layer that sets the key."""
-    message = str(error)
-    head, colon, rest = message.partition(": ")
-    if head != "config" or not colon:
-        return error
-    key = rest.split(": ", 1)[0].split(" ", 1)[0]
-    source = key_source(key, layers)
-    return ConfigError(f"{source}: {rest}") if source else error
-
-
 def merged_config(layers: Sequence[tuple[str, Mapping]]) -> dict:
     """The layers merged as Snakemake does (key by key, a later layer's value winning), with
     one-unit settings resolved by :func:`resolve_overrides`."""

@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hybrid_ir.checks import topic_sets
-from hybrid_ir.errors import ConfigError
 from hybrid_ir.neural.encoders import ENCODERS
 
 IN_CORPUS = "-in-corpus"
@@ -104,38 +102,6 @@ def training_processes(config: Mapping, section: str) -> set[int]:
     if math["device"] != "cuda" or gpus == 0:
         counts.add(math["cpu_processes"])
     return counts
-
-
-def systems(config: dict, collection: str, topics: str) -> dict[str, str]:
-    """Every run the configuration produces for a collection's topic set: name -> origin."""
-    origins: dict[str, str] = {}
-    experiment = config.get("bm25", {}).get("experiments", {}).get(collection)
-    if experiment and topics in topic_sets(experiment):
-        origins |= {f"bm25-{layout}": "bm25" for layout in experiment["layouts"]}
-    for name, retriever in config.get("retrievers", {}).get(collection, {}).items():
-        if topics in retriever["topics"]:
-            origins[name] = "retrievers"
-    for name, entry in config.get("structure", {}).get(collection, {}).items():
-        if topics in entry["topics"]:
-            origins[name] = "structure"
-    math = config.get("math_models")
-    if math and math["collection"] == collection and topics in math["topics"]:
-        origins |= dict.fromkeys(math_model_runs(math), "math_models")
-    elif math and topics in math["also_search"].get(collection, []):
-        runs = math_model_runs(math)
-        origins |= {name: "math_models" for name, run in runs.items() if run["kind"] in ENCODERS}
-    for name, entry in config.get("sweeps", {}).items():
-        if (entry["collection"], entry["topics"]) == (collection, topics):
-            origins[f"{name}-best"] = "sweeps"
-    for origin in ("external_runs", "fusions"):
-        for name in config.get(origin, {}).get(collection, {}).get(topics, {}):
-            if name in origins:
-                raise ConfigError(
-                    f"config: {origin}.{collection}.{topics}.{name}: run name already used by "
-                    f"{origins[name]}"
-                )
-            origins[name] = origin
-    return origins
 
 
 def run_measures(

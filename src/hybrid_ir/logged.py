@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from hybrid_ir.config_sources import attributed_message, read_layers
 from hybrid_ir.errors import HybridIRError, printable, quoted
 from hybrid_ir.formats import line_limit, relevance_limit
 from hybrid_ir.provenance import write_records
@@ -134,8 +135,11 @@ def run_step(
         if hasattr(job, "output"):  # a Snakemake job, not a test's stand-in
             write_records(job, time.perf_counter() - started, raw)
     except HybridIRError as error:
-        logging.error("%s", printable(str(error)))
-        print(f"hybrid-ir error: {printable(str(error))}", file=console)
+        message = str(error)
+        if hasattr(job, "output"):  # a workflow job: name the file that sets the key
+            message = attributed_message(message, read_layers())
+        logging.error("%s", printable(message))
+        print(f"hybrid-ir error: {printable(message)}", file=console)
         sys.exit(1)
     except Exception as error:  # a bug, not bad input: keep the traceback for the report
         logging.exception("unexpected error")

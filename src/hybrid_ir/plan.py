@@ -11,8 +11,10 @@ a :class:`~hybrid_ir.errors.ConfigError` naming its key.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +22,19 @@ from hybrid_ir import paths
 from hybrid_ir.checks import checks_from_expected, evaluation_pairs, load_expected
 from hybrid_ir.claims import PaperClaims, claims_by_paper, reproduction_runs
 from hybrid_ir.config import validate_config
-from hybrid_ir.config_layers import attributed, config_layers, resolve_overrides
+from hybrid_ir.config_checks import config_warnings
+from hybrid_ir.config_layers import config_layers, resolve_overrides
 from hybrid_ir.config_published import fill_published
-from hybrid_ir.config_settings import math_model_runs, snapshot_model, systems
+from hybrid_ir.config_settings import math_model_runs, snapshot_model
+from hybrid_ir.config_sources import Layers, attributed, attributed_message, write_layers
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.fetch import ManifestEntry, load_manifest, mirror_root
 from hybrid_ir.figure_kinds import figure_inputs, figure_outputs
 from hybrid_ir.hub import DENSE_MODEL_KEYS, hub_references, local_checkpoint, use_model_cache
 from hybrid_ir.neural.encoders import ENCODERS
 from hybrid_ir.neural.released import checkpoint_input
-from hybrid_ir.tables import row_sources, source_key, table_groups
+from hybrid_ir.run_origins import origin_names, systems
+from hybrid_ir.table_spec import row_sources, source_key, table_groups
 
 TABLE_EXTENSIONS = ("md", "tex", "csv", "per_query.tsv", "html", "notes.html")
 """What a paper table writes (hybrid_ir.tables, the report's page and notes)."""
@@ -66,15 +71,14 @@ def load_plan(
         model: config["hub_models"][model]["revision"] for model in hub_references(config)
     }
     use_model_cache(config)
+    write_layers(layers)
     manifest = load_manifest(config["manifest"])
-    plan = Plan(config, manifest, expected, claims, mirror_root(config["mirror"]))
-    plan.check_external_runs()
+    plan = Plan(config, manifest, expected, claims, mirror_root(config["mirror"]), layers)
+    try:
+        plan.check_external_runs()
+    except ConfigError as error:
+        raise attributed(error, layers) from None
     return plan, hub_models
-
-
-def names_in(origin: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> set[str]:
-    """Run names of a ``collection -> topics -> name`` configuration section."""
-    return {name for by_topics in origin.values() for runs in by_topics.values() for name in runs}
 
 
 class Plan:
@@ -82,11 +86,12 @@ class Plan:
 
     RULE_FACING = (
         "manifest_entry", "raw_file", "sources_of", "converted_outputs", "external_run",
-        "run_path", "askme_indexes", "retriever_inputs", "bm25_evaluations",
-        "expected_artifacts", "structure_names", "structure_shards", "structure_query_inputs",
-        "sweep_inputs", "table_sources", "parameter_table_inputs", "figure_inputs",
-        "figures_of_kind", "claims_inputs", "table_claims", "pretok_inputs", "pretok_outputs",
-        "backbone_input", "snapshot_dirs", "backbone_source", "all_targets",
+        "run_path", "run_names", "fusion_inputs", "askme_indexes", "retriever_inputs",
+        "bm25_evaluations", "expected_artifacts", "structure_names", "structure_shards",
+        "structure_query_inputs", "crossval_inputs", "sweep_inputs", "table_sources",
+        "parameter_table_inputs", "figure_inputs", "figures_of_kind", "claims_inputs",
+        "table_claims", "pretok_inputs", "pretok_outputs", "backbone_input", "snapshot_dirs",
+        "backbone_source", "all_targets",
     )  # fmt: skip
     """The methods the rule files call by these names (workflow/rules/common.smk)."""
 
@@ -97,14 +102,38 @@ class Plan:
         expected: Sequence[dict],
         claims: Mapping[str, PaperClaims],
         mirror: Path | None,
+        layers: Layers = (),
     ) -> None:
         self.config = config
+        self.layers = layers
         self.manifest = manifest
         self.expected = expected
         self.claims = claims
         self.mirror = mirror
         self.math = config["math_models"]
         self.math_runs = math_model_runs(self.math) if self.math else {}
+
+    def rule_facing(self) -> dict[str, Callable]:
+        """The methods of :data:`RULE_FACING` by name, each raising its configuration errors
+        with the file that sets the offending key."""
+        return {name: self._attributing(getattr(self, name)) for name in self.RULE_FACING}
+
+    def _attributing(self, method: Callable) -> Callable:
+        @functools.wraps(method)
+        def call(*args, **kwargs):
+            try:
+                return method(*args, **kwargs)
+            except ConfigError as error:
+                raise attributed(error, self.layers) from None
+
+        return call
+
+    def warnings(self) -> list[str]:
+        """Configuration that runs but is probably not what was meant, each naming its file."""
+        return [
+            attributed_message(f"config: {warning}", self.layers)
+            for warning in config_warnings(self.config)
+        ]
 
     # --- raw files and collections ------------------------------------------------------------
 
@@ -165,6 +194,18 @@ class Plan:
         if system not in systems(self.config, collection, topics):
             raise ConfigError(f"no run {system!r} for {collection}/{topics}")
         return paths.run(collection, topics, system)
+
+    def run_names(self, origin: str) -> set[str]:
+        """The run names of one origin (:data:`hybrid_ir.run_origins.RUN_ORIGINS`): its rules'
+        ``system`` wildcard."""
+        return origin_names(self.config, origin)
+
+    def fusion_inputs(self, wildcards) -> list[str]:
+        """The runs a fused run combines, in its configured order."""
+        fusion = self.config["fusions"][wildcards.collection][wildcards.topics][wildcards.system]
+        return [
+            self.run_path(wildcards.collection, wildcards.topics, run) for run in fusion["runs"]
+        ]
 
     def askme_indexes(self, collection: str) -> set[str]:
         """The BM25 indexes of ``collection`` that askme retrievers read documents from."""
@@ -252,6 +293,16 @@ class Plan:
         return targets
 
     # --- sweeps, tables, figures, claims -----------------------------------------------------
+
+    def crossval_inputs(self, wildcards) -> dict[str, str]:
+        """A cross-validation's dense and base runs and the qrels its weights are fitted on."""
+        entry = self.config["crossval"][wildcards.crossval]
+        collection, topics = entry["collection"], entry["topics"]
+        return {
+            "dense": self.run_path(collection, topics, entry["dense"]),
+            "base": self.run_path(collection, topics, entry["base"]),
+            "qrels": paths.qrels(collection, entry["qrels"]),
+        }
 
     def sweep_report(self, name: str) -> str:
         sweep = self.config["sweeps"][name]
@@ -427,33 +478,113 @@ class Plan:
 
     # --- everything -------------------------------------------------------------------------
 
-    def all_targets(self) -> list[str]:
-        config = self.config
-        targets = [
+    def collection_targets(self) -> list[str]:
+        return [
             output
-            for name in config["collections"]
+            for name in self.config["collections"]
             for output in self.converted_outputs(name).values()
         ]
-        targets += [
-            paths.result_table(name, ext) for name in config["tables"] for ext in TABLE_EXTENSIONS
-        ]
-        targets += [
+
+    def table_targets(self) -> list[str]:
+        return [
             paths.result_table(name, ext)
-            for name in config["parameter_tables"]
+            for name in self.config["tables"]
+            for ext in TABLE_EXTENSIONS
+        ]
+
+    def parameter_table_targets(self) -> list[str]:
+        return [
+            paths.result_table(name, ext)
+            for name in self.config["parameter_tables"]
             for ext in PARAMETER_TABLE_EXTENSIONS
         ]
-        targets += [paths.claims(paper, ext) for paper in self.claims for ext in CLAIMS_EXTENSIONS]
-        targets += [paths.crossval(name) for name in config["crossval"]]
-        targets += [self.sweep_report(name) for name in config["sweeps"]]
-        targets += [
+
+    def claims_targets(self) -> list[str]:
+        return [paths.claims(paper, ext) for paper in self.claims for ext in CLAIMS_EXTENSIONS]
+
+    def crossval_targets(self) -> list[str]:
+        return [paths.crossval(name) for name in self.config["crossval"]]
+
+    def sweep_targets(self) -> list[str]:
+        return [self.sweep_report(name) for name in self.config["sweeps"]]
+
+    def figure_targets(self) -> list[str]:
+        return [
             output
-            for name, figure in config["figures"].items()
+            for name, figure in self.config["figures"].items()
             for output in figure_outputs(name, figure).values()
         ]
-        targets += self.math_targets()
-        targets += self.structure_targets()
-        if config["bm25"]["experiments"]:
-            targets += [paths.result_table("bm25", ext) for ext in BM25_TABLE_EXTENSIONS]
-        if self.expected:
-            targets.append(paths.checks("passed"))
-        return targets
+
+    def bm25_table_targets(self) -> list[str]:
+        if not self.config["bm25"]["experiments"]:
+            return []
+        return [paths.result_table("bm25", ext) for ext in BM25_TABLE_EXTENSIONS]
+
+    def check_targets(self) -> list[str]:
+        return [paths.checks("passed")] if self.expected else []
+
+    def all_targets(self) -> list[str]:
+        """What ``rule all`` asks: every registered kind's targets (:data:`OUTPUT_KINDS`)."""
+        return [target for kind in OUTPUT_KINDS.values() for target in kind.targets(self)]
+
+
+@dataclass(frozen=True)
+class OutputKind:
+    """One kind of output the configuration names and ``rule all`` asks for."""
+
+    section: str
+    """The configuration section that names these outputs (a property of the schema)."""
+    rules: tuple[str, ...]
+    """The rules that write them; ``{name}`` stands for a name of the section where one rule
+    is generated per name, ``{kind}`` for a figure kind (:data:`FIGURE_KINDS`)."""
+    builder: str
+    """``module.function`` of the package that builds one (what the last rule's script calls)."""
+    targets: Callable[[Plan], list[str]]
+    """What ``rule all`` asks of this kind, from the configuration."""
+    inputs: str | None = None
+    """The :class:`Plan` method giving one output's inputs, where the rule asks the plan."""
+
+
+OUTPUT_KINDS: dict[str, OutputKind] = {
+    "collection": OutputKind(
+        "collections", ("convert_{name}",), "collections.convert", Plan.collection_targets,
+        "sources_of",
+    ),
+    "table": OutputKind(
+        "tables", ("paper_table",), "tables.score_rows", Plan.table_targets, "table_sources",
+    ),
+    "parameter_table": OutputKind(
+        "parameter_tables", ("parameter_table",), "parameter_tables.parameter_rows",
+        Plan.parameter_table_targets, "parameter_table_inputs",
+    ),
+    "claims": OutputKind(
+        "claims", ("claims",), "claims.judge_files", Plan.claims_targets, "claims_inputs",
+    ),
+    "crossval": OutputKind(
+        "crossval", ("crossvalidate",), "crossval.crossvalidate_linear", Plan.crossval_targets,
+        "crossval_inputs",
+    ),
+    "sweep": OutputKind(
+        "sweeps", ("sweep",), "sweeps.sweep", Plan.sweep_targets, "sweep_inputs",
+    ),
+    "figure": OutputKind(
+        "figures", ("figure_{kind}",), "figures.draw", Plan.figure_targets, "figure_inputs",
+    ),
+    "math_models": OutputKind(
+        "math_models", ("pretrain", "finetune", "encoder_index", "encoder_search"),
+        "neural.encoders.encoder", Plan.math_targets,
+    ),
+    "structure": OutputKind(
+        "structure", ("structure_index", "structure_search", "structure_queries"),
+        "approach0.search", Plan.structure_targets, "structure_query_inputs",
+    ),
+    "bm25_table": OutputKind(
+        "bm25", ("bm25_table",), "tables.bm25_rows", Plan.bm25_table_targets,
+    ),
+    "checks": OutputKind(
+        "expected", ("check_scores",), "checks.run_checks", Plan.check_targets,
+    ),
+}  # fmt: skip
+"""Every kind of output ``rule all`` asks for, in the order it lists them. Runs are asked for
+by what reads them (a table, a sweep, a fusion), each from its origin in
+:data:`hybrid_ir.run_origins.RUN_ORIGINS`."""

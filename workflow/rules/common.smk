@@ -10,7 +10,6 @@ from snakemake.logging import logger
 from hybrid_ir import paths
 from hybrid_ir.code_digest import DigestCache
 from hybrid_ir.collections import reader_options
-from hybrid_ir.config_checks import config_warnings
 from hybrid_ir.config_settings import (
     fine_tuning_settings,
     pretraining_settings,
@@ -26,7 +25,7 @@ from hybrid_ir.hub import cache_dir as hub_cache_dir
 from hybrid_ir.lucene.index import LAYOUTS
 from hybrid_ir.neural.encoders import ENCODERS
 from hybrid_ir.neural.released import MathModels, checkpoint_input
-from hybrid_ir.plan import alternatives, load_plan, names_in
+from hybrid_ir.plan import alternatives, load_plan
 from hybrid_ir.report import BEYOND, paper_category
 from hybrid_ir.report import category as report_category
 
@@ -55,13 +54,12 @@ PLAN, HUB_MODELS = planned(load_plan)(
     workflow.config_settings.config,
     os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"),
 )
-for _warning in config_warnings(config):
-    logger.warning(f"hybrid-ir: config warning: {_warning}")
+for _warning in PLAN.warnings():
+    logger.warning(f"hybrid-ir: warning: {_warning}")
 
 EXPECTED, CLAIMS = PLAN.expected, PLAN.claims
 COLLECTIONS = config["collections"]
 BM25 = config["bm25"]
-EXTERNAL_RUNS = config["external_runs"]
 FUSIONS = config["fusions"]
 CROSSVAL = config["crossval"]
 TABLES = config["tables"]
@@ -85,8 +83,8 @@ MATH_CONDA_ENV = "../../../envs/hybrid-ir.yaml"  # rules in workflow/rules/math
 CRITICAL_PATH = 10
 
 # What the rules ask of the configuration (hybrid_ir.plan), a configuration error as one line.
-for _name in PLAN.RULE_FACING:
-    globals()[_name] = planned(getattr(PLAN, _name))
+for _name, _method in PLAN.rule_facing().items():
+    globals()[_name] = planned(_method)
 CODE_DIGESTS = DigestCache(Path(".snakemake") / "hybrid_ir" / "code_digests.json")
 
 

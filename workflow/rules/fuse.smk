@@ -1,15 +1,12 @@
 rule fuse_runs:
     input:
-        lambda w: [
-            run_path(w.collection, w.topics, system)
-            for system in FUSIONS[w.collection][w.topics][w.system]["runs"]
-        ],
+        fusion_inputs,
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
     log:
         paths.log("runs", "{collection}/{topics}/{system}.fuse"),
     wildcard_constraints:
-        system=alternatives(names_in(FUSIONS)),
+        system=alternatives(run_names("fused")),
     conda:
         CONDA_ENV
     threads: rule_threads("fuse_runs")
@@ -26,19 +23,7 @@ rule fuse_runs:
 
 rule crossvalidate:
     input:
-        dense=lambda w: run_path(
-            CROSSVAL[w.crossval]["collection"],
-            CROSSVAL[w.crossval]["topics"],
-            CROSSVAL[w.crossval]["dense"],
-        ),
-        base=lambda w: run_path(
-            CROSSVAL[w.crossval]["collection"],
-            CROSSVAL[w.crossval]["topics"],
-            CROSSVAL[w.crossval]["base"],
-        ),
-        qrels=lambda w: paths.qrels(
-            CROSSVAL[w.crossval]["collection"], CROSSVAL[w.crossval]["qrels"]
-        ),
+        unpack(crossval_inputs),
     output:
         report=paths.crossval("{crossval}"),
         folds=paths.crossval_folds("{crossval}"),

@@ -46,7 +46,7 @@ rule import_run:
     log:
         paths.log("runs", "{collection}/{topics}/{system}.import"),
     wildcard_constraints:
-        system=alternatives(names_in(EXTERNAL_RUNS)),
+        system=alternatives(run_names("imported")),
     conda:
         CONDA_ENV
     threads: rule_threads("import_run")
@@ -72,7 +72,7 @@ rule retrieve:
     benchmark:
         paths.benchmark("runs", "{collection}/{topics}/{system}")
     wildcard_constraints:
-        system=alternatives({name for runs in RETRIEVERS.values() for name in runs}),
+        system=alternatives(run_names("retriever")),
     conda:
         CONDA_ENV
     threads: rule_threads("retrieve")

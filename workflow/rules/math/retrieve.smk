@@ -1,10 +1,3 @@
-# Re-rankers by kind: paper 001's MLM re-ranker, or a fine-tuned encoder's (paper 000, §3.4).
-MLM_RERANKERS = [name for name, run in MATH_RUNS.items() if run["kind"] == "rerank"]
-ENCODER_RERANKERS = [
-    name for name, run in MATH_RUNS.items() if run["kind"] == "encoder_rerank"
-]
-
-
 rule encoder_search:
     input:
         unpack(lambda w: MODELS.encoder_input(w.system)),
@@ -17,7 +10,7 @@ rule encoder_search:
     benchmark:
         paths.benchmark("runs", "{collection}/{topics}/{system}")
     wildcard_constraints:
-        system=alternatives(MODELS.encoder_runs),
+        system=alternatives(run_names("encoder")),
     conda:
         MATH_CONDA_ENV
     threads: rule_threads("encoder_search")
@@ -51,7 +44,7 @@ rule mlm_rerank:
     benchmark:
         paths.benchmark("runs", "{collection}/{topics}/{system}")
     wildcard_constraints:
-        system=alternatives(MLM_RERANKERS),
+        system=alternatives(run_names("mlm_reranked")),
     conda:
         MATH_CONDA_ENV
     threads: rule_threads("mlm_rerank")
@@ -83,7 +76,7 @@ rule encoder_rerank:
     benchmark:
         paths.benchmark("runs", "{collection}/{topics}/{system}")
     wildcard_constraints:
-        system=alternatives(ENCODER_RERANKERS),
+        system=alternatives(run_names("encoder_reranked")),
     conda:
         MATH_CONDA_ENV
     threads: rule_threads("encoder_rerank")
