@@ -41,6 +41,9 @@ import numpy as np
 
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.formats import atomic_output
+from hybrid_ir.runs import read_run, topic_sort_key
+from hybrid_ir.stats import holm, paired_ttest, randomization_test
+from hybrid_ir.tables import column_key, row_sources, table_groups
 
 DIRECTIONS = ("greater", "less")
 TESTS = ("t-test", "randomization")
@@ -237,7 +240,6 @@ def _claim(path: Path, position: int, entry: Mapping) -> Claim:
 def table_layout(spec: Mapping) -> tuple[set[str], set[str], set[str]]:
     """A configured table's row labels, its rows with a run (not published-only) and its
     column keys, as the table writes them."""
-    from hybrid_ir.tables import column_key, table_groups
 
     rows = [row for block in spec["blocks"] for row in block["rows"]]
     labels = {row["label"] for row in rows}
@@ -288,7 +290,6 @@ def reproduction_runs(
 ) -> dict[str, tuple[str, str, str]]:
     """``original`` and ``reproduced`` -> (collection, topics, run) of the two rows' run
     files in the reproduction's column group; a ConfigError names what the table lacks."""
-    from hybrid_ir.tables import column_key, row_sources, table_groups
 
     name = f"{source}: reproduction {reproduction.id}"
     if reproduction.table not in tables:
@@ -392,9 +393,6 @@ def paired_effect(
     :data:`MIN_TOPICS` of them."""
     from scipy.stats import t as student
 
-    from hybrid_ir.runs import topic_sort_key
-    from hybrid_ir.stats import paired_ttest, randomization_test
-
     topics = sorted(system.keys() & baseline.keys(), key=topic_sort_key)
     n = len(topics)
     if n < MIN_TOPICS:
@@ -442,7 +440,6 @@ def delta_ri(system: float, baseline: float, paper_system: float, paper_baseline
 
 
 def holm_adjusted(pvalues: Sequence[float], correction: str) -> list[float]:
-    from hybrid_ir.stats import holm
 
     return holm(pvalues) if correction == "holm" else list(pvalues)
 
@@ -622,7 +619,6 @@ def compare_reproduction(
 ) -> dict:
     """RMSE of the per-topic scores in the reproduction's column, and Kendall's tau and RBO of
     the two runs' top ``depth`` per topic, averaged over the topics both runs answer."""
-    from hybrid_ir.runs import topic_sort_key
 
     original_scores = scores.get((reproduction.original, reproduction.column), {})
     reproduced_scores = scores.get((reproduction.reproduced, reproduction.column), {})
@@ -678,7 +674,6 @@ def judge_files(
 ) -> tuple[list[Verdict], list[dict]]:
     """:func:`judge` on the files of the tables built here (name -> (per_query.tsv, csv)),
     and each reproduction compared from its two run files (id -> original/reproduced -> path)."""
-    from hybrid_ir.runs import read_run
 
     claims = load_claims(claims_path)
     per_query, published = {}, {}

@@ -10,12 +10,33 @@ from importlib.metadata import version
 from pathlib import Path
 
 from hybrid_ir import paths
-from hybrid_ir.crossval import ALPHAS, PAPER_SEED
+from hybrid_ir.checks import assert_all_passed
+from hybrid_ir.claims import print_claims
+from hybrid_ir.collections import convert, reader_options, source_problems
+from hybrid_ir.compare import RENDERERS, compare_runs
+from hybrid_ir.config import validate_config
+from hybrid_ir.config_layers import config_layers, merged_config
+from hybrid_ir.config_settings import training_plan
+from hybrid_ir.config_sources import attributed
+from hybrid_ir.crossval import ALPHAS, PAPER_SEED, crossvalidate_linear, report
 from hybrid_ir.errors import ConfigError, HybridIRError, printable
+from hybrid_ir.evaluate import evaluate, load_qrels, resolve_measures
+from hybrid_ir.fetch import (
+    add_to_manifest,
+    entry_for_file,
+    fetch,
+    load_manifest,
+    manifest_from_sources,
+    mirror_root,
+    write_manifest,
+)
 from hybrid_ir.formats import MAX_RELEVANCE, atomic_output, relevance_limit
-from hybrid_ir.fusion import FUSION_METHODS
-from hybrid_ir.lucene.index import LAYOUTS
-from hybrid_ir.runs import DEFAULT_K, DUPLICATE_POLICIES
+from hybrid_ir.fusion import FUSION_METHODS, fuse
+from hybrid_ir.hub import current_revisions, hub_references, pin_lines, write_pins
+from hybrid_ir.lucene.index import LAYOUTS, build_bm25_index
+from hybrid_ir.lucene.search import bm25_search
+from hybrid_ir.provenance import chain
+from hybrid_ir.runs import DEFAULT_K, DUPLICATE_POLICIES, read_run, topic_sort_key, write_run
 from hybrid_ir.stats import PERMUTATIONS, RANDOMIZATION_SEED
 
 SEED_MAX = 2**32 - 1
@@ -42,7 +63,6 @@ def _source(text: str) -> tuple[str, str]:
 
 
 def _manifest_from_sources(args: argparse.Namespace) -> None:
-    from hybrid_ir.fetch import manifest_from_sources, write_manifest
 
     mirror = Path(args.sources).resolve().parent
     entries = manifest_from_sources(args.sources, mirror)
@@ -51,7 +71,6 @@ def _manifest_from_sources(args: argparse.Namespace) -> None:
 
 
 def _manifest_add(args: argparse.Namespace) -> None:
-    from hybrid_ir.fetch import add_to_manifest, entry_for_file, mirror_root
 
     # An explicit --mirror wins over $HYBRID_IR_MIRROR, which only replaces the config's.
     mirror = Path(args.mirror) if args.mirror else mirror_root(None)
@@ -67,11 +86,6 @@ def _manifest_add(args: argparse.Namespace) -> None:
 def _config(args: argparse.Namespace) -> None:
     import yaml
 
-    from hybrid_ir.config import validate_config
-    from hybrid_ir.config_layers import config_layers, merged_config
-    from hybrid_ir.config_settings import training_plan
-    from hybrid_ir.config_sources import attributed
-
     layers = config_layers([args.base, *args.configfile], {})
     config = merged_config(layers)
     schema = Path(args.base).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
@@ -83,9 +97,6 @@ def _config(args: argparse.Namespace) -> None:
 
 
 def _hub_pin(args: argparse.Namespace) -> None:
-    from hybrid_ir.config import validate_config
-    from hybrid_ir.config_layers import config_layers, merged_config
-    from hybrid_ir.hub import current_revisions, hub_references, pin_lines, write_pins
 
     config = merged_config(config_layers([args.base, *args.configfile], {}))
     schema = Path(args.base).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
@@ -102,7 +113,6 @@ def _hub_pin(args: argparse.Namespace) -> None:
 
 
 def _fetch(args: argparse.Namespace) -> None:
-    from hybrid_ir.fetch import fetch, load_manifest, mirror_root
 
     manifest = load_manifest(args.manifest)
     for path in args.paths:
@@ -115,7 +125,6 @@ def _fetch(args: argparse.Namespace) -> None:
 
 
 def _convert(args: argparse.Namespace) -> None:
-    from hybrid_ir.collections import convert, reader_options, source_problems
 
     sources = dict(args.source)
     roles = [role for role, _ in args.source]
@@ -147,15 +156,12 @@ def _convert(args: argparse.Namespace) -> None:
 
 
 def _index(args: argparse.Namespace) -> None:
-    from hybrid_ir.lucene.index import build_bm25_index
 
     stats = build_bm25_index(args.corpus, args.index, args.layout, threads=args.threads)
     print(json.dumps(stats, sort_keys=True))
 
 
 def _search(args: argparse.Namespace) -> None:
-    from hybrid_ir.lucene.search import bm25_search
-
     lines = bm25_search(
         args.index, args.topics, args.output, layout=args.layout, k1=args.k1, b=args.b,
         depth=args.depth, remove_query=args.remove_query, query_fields=args.query_fields,
@@ -170,7 +176,6 @@ _COUNT_MEASURES = ("NumQ", "NumRel", "NumRet")
 
 def _count_columns(measures: list[str]) -> set[str]:
     """Columns whose values are counts: totals such as Rel_Ret, and ir_measures' Num*."""
-    from hybrid_ir.evaluate import resolve_measures
 
     return {
         column.name
@@ -180,8 +185,6 @@ def _count_columns(measures: list[str]) -> set[str]:
 
 
 def _evaluate(args: argparse.Namespace) -> None:
-    from hybrid_ir.evaluate import evaluate, load_qrels
-    from hybrid_ir.runs import read_run, topic_sort_key
 
     counts = _count_columns(args.measures)
 
@@ -212,9 +215,6 @@ def _evaluate(args: argparse.Namespace) -> None:
 
 
 def _compare(args: argparse.Namespace) -> None:
-    from hybrid_ir.compare import RENDERERS, compare_runs
-    from hybrid_ir.evaluate import load_qrels
-    from hybrid_ir.runs import read_run
 
     def load(path: str) -> tuple[str, dict]:
         return path, read_run(path, run_format=args.run_format, duplicates=args.duplicates)
@@ -249,9 +249,6 @@ def _print_rows(rows: list[dict], style: str) -> None:
 
 
 def _crossval(args: argparse.Namespace) -> None:
-    from hybrid_ir.crossval import crossvalidate_linear, report
-    from hybrid_ir.evaluate import load_qrels
-    from hybrid_ir.runs import read_run
 
     dense = read_run(args.dense, run_format=args.run_format, duplicates=args.duplicates)
     base = read_run(args.base, run_format=args.run_format, duplicates=args.duplicates)
@@ -276,8 +273,6 @@ def _crossval(args: argparse.Namespace) -> None:
 
 
 def _fuse(args: argparse.Namespace) -> None:
-    from hybrid_ir.fusion import fuse
-    from hybrid_ir.runs import read_run, write_run
 
     params = {"k": args.depth}
     for name, value in (
@@ -298,19 +293,16 @@ def _fuse(args: argparse.Namespace) -> None:
 
 
 def _check(args: argparse.Namespace) -> None:
-    from hybrid_ir.checks import assert_all_passed
 
     print(f"all {assert_all_passed(args.summary)} checks passed")
 
 
 def _claims(args: argparse.Namespace) -> None:
-    from hybrid_ir.claims import print_claims
 
     print(print_claims(args.results, args.format), end="")
 
 
 def _provenance(args: argparse.Namespace) -> None:
-    from hybrid_ir.provenance import chain
 
     for line in chain(args.result):
         print(line)

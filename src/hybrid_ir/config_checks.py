@@ -10,6 +10,8 @@ from math import isfinite
 from typing import Any
 
 from hybrid_ir.checks import topic_sets
+from hybrid_ir.claims import claims_by_paper
+from hybrid_ir.collections import reader_options, source_problems
 from hybrid_ir.config_settings import (
     TRAINING_LENGTHS,
     kept_models,
@@ -409,7 +411,6 @@ def _check_table(config: dict, name: str, table: dict) -> None:
 
 
 def _collection_problems(config: dict) -> tuple[list[str], list[str]]:
-    from hybrid_ir.collections import source_problems
 
     errors, warnings = [], []
     for name, collection in config["collections"].items():
@@ -422,7 +423,6 @@ def _collection_problems(config: dict) -> tuple[list[str], list[str]]:
 def _language_problems(where: str, collection: Mapping) -> list[str]:
     """A collection with languages: a reader that reads them, and per-language qrels views
     (``<qrels set>-<language>``) whose topic sets exist and whose names are free."""
-    from hybrid_ir.collections import reader_options
 
     if not collection.get("languages") and not collection.get("fields"):
         return []
@@ -501,7 +501,6 @@ def check_references(config: dict, source: str) -> None:
 def _check_claims(config: dict) -> None:
     """Every claim's table, rows and column against the tables configured (the claims files
     name themselves in their errors)."""
-    from hybrid_ir.claims import claims_by_paper
 
     claims_by_paper(config["claims"], config["tables"])
 

@@ -26,7 +26,9 @@ from typing import Any
 
 from hybrid_ir.errors import ConfigError, HybridIRError
 from hybrid_ir.formats import atomic_directory, atomic_output
+from hybrid_ir.logged import set_hub_access
 from hybrid_ir.paths import RESULTS
+from hybrid_ir.provenance import file_sha256
 
 CACHE = f"{RESULTS}/models/hub"
 
@@ -137,13 +139,10 @@ def _skipped(name: str) -> bool:
 def fetch_model(model: str, revision: str, destination: str | Path) -> dict[str, str]:
     """Download ``model`` at ``revision`` from the hub (``HF_ENDPOINT``, if set) into
     ``destination`` (created atomically) and return ``{file: sha256}`` of what it holds."""
-    from hybrid_ir.logged import set_hub_access
 
     set_hub_access(True)
     from huggingface_hub import HfApi, hf_hub_download
     from huggingface_hub.errors import HfHubHTTPError, RevisionNotFoundError
-
-    from hybrid_ir.provenance import file_sha256
 
     destination = Path(destination)
     try:
@@ -169,7 +168,6 @@ def fetch_model(model: str, revision: str, destination: str | Path) -> dict[str,
 
 def current_revisions(models: Sequence[str]) -> dict[str, str]:
     """The commit the hub (``HF_ENDPOINT``, if set) serves now for each model's main branch."""
-    from hybrid_ir.logged import set_hub_access
 
     set_hub_access(True)
     from huggingface_hub import HfApi

@@ -50,6 +50,8 @@ import sys
 import time
 from pathlib import Path
 
+from hybrid_ir.code_digest import imported_modules
+
 DIRECTORY_ENV = "HYBRID_IR_JOB_SERVERS"
 """The directory of one Snakemake run's servers (sockets, locks, logs, client registry)."""
 OWNER_ENV = "HYBRID_IR_JOB_SERVERS_OWNER"
@@ -138,7 +140,6 @@ def _length(buffer: bytes) -> int:
 @functools.cache
 def serves(script: str) -> bool:
     """Whether jobs of ``script`` (a workflow script's path) go to a job server."""
-    from hybrid_ir.code_digest import imported_modules
 
     return any(
         name == SERVED_PACKAGE or name.startswith(f"{SERVED_PACKAGE}.")

@@ -22,6 +22,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hybrid_ir.errors import InputFormatError
+from hybrid_ir.formats import atomic_output, read_records, write_records
+
 MATH_PATTERN = re.compile(
     r"(?<!\\)\$\$(?P<display>.+?)(?<!\\)\$\$"
     r"|(?<!\\)\$(?P<inline>.+?)(?<!\\)\$"
@@ -148,7 +151,6 @@ def pretokenize_file(
     source: str | Path, target: str | Path, fields: Iterable[str], formula_fields: Iterable[str]
 ) -> PretokStats:
     """Pre-tokenize a canonical JSON Lines file (corpus or topics) into ``target``."""
-    from hybrid_ir.formats import read_records, write_records
 
     stats = PretokStats()
     fields, formula_fields = list(fields), list(formula_fields)
@@ -161,7 +163,6 @@ def pretokenize_file(
 
 def write_token_counts(counts: Counter, path: str | Path, min_count: int = 1) -> int:
     """``token<TAB>count`` lines, most frequent first, for tokens seen ``min_count`` times."""
-    from hybrid_ir.formats import atomic_output
 
     tokens = math_vocabulary(counts, min_count)
     with atomic_output(path) as out:
@@ -172,7 +173,6 @@ def write_token_counts(counts: Counter, path: str | Path, min_count: int = 1) ->
 
 def read_token_counts(path: str | Path) -> Counter:
     """The counts of a :func:`write_token_counts` file."""
-    from hybrid_ir.errors import InputFormatError
 
     counts: Counter = Counter()
     with open(path, encoding="utf-8") as handle:

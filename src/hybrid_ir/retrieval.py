@@ -13,8 +13,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hybrid_ir.askme import AskMeConfig, rerank
 from hybrid_ir.errors import ConfigError
+from hybrid_ir.evaluate import load_qrels
 from hybrid_ir.formats import read_records
+from hybrid_ir.lucene.stored import StoredDocuments
+from hybrid_ir.neural.dense import (
+    SentenceEncoder,
+    encode_corpus,
+    read_embeddings,
+    search_shards,
+    topic_texts,
+)
+from hybrid_ir.neural.devices import resolve_device
+from hybrid_ir.neural.shards import ENCODE_WINDOW, SHARD_SIZE
 from hybrid_ir.runs import Run, read_run
 
 
@@ -88,7 +100,6 @@ def tfidf_cosine(request: Request) -> tuple[Run, dict]:
 
 def _multilingual(model: str, request: Request) -> tuple[Run, dict]:
     """Paper 002 per language (:mod:`hybrid_ir.multilingual`): a collection with languages."""
-    from hybrid_ir.evaluate import load_qrels
     from hybrid_ir.multilingual import Tuning, search
 
     tuning = None
@@ -130,7 +141,6 @@ def pivoted_tfidf(request: Request) -> tuple[Run, dict]:
 def sparse_bm25(request: Request) -> tuple[Run, dict]:
     """BM25 as a sparse matrix; with ``tune``, k1 and b are first grid-searched on the
     development topics and qrels (paper 002's first tuning stage), then used on the topics."""
-    from hybrid_ir.evaluate import load_qrels
     from hybrid_ir.sparse import BS, K1S, SparseBM25, grid_search_bm25
 
     if request.languages:
@@ -170,16 +180,6 @@ def dense(request: Request) -> tuple[Run, dict]:
     ``precision`` are where and how it encodes."""
     import tempfile
 
-    from hybrid_ir.neural.dense import (
-        SentenceEncoder,
-        encode_corpus,
-        read_embeddings,
-        search_shards,
-        topic_texts,
-    )
-    from hybrid_ir.neural.devices import resolve_device
-    from hybrid_ir.neural.shards import ENCODE_WINDOW, SHARD_SIZE
-
     sizes = {"shard_size": SHARD_SIZE, "encode_window": ENCODE_WINDOW}
     params = dict(request.params)
     shard_size, window = (params.pop(key, default) for key, default in sizes.items())
@@ -209,8 +209,6 @@ def dense(request: Request) -> tuple[Run, dict]:
 def askme(request: Request) -> tuple[Run, dict]:
     """Paper 004: the base (BM25) run's top documents re-ranked by AskMe's heuristics, each
     read from the Lucene index's stored documents (never the whole corpus: BioASQ has 14.9M)."""
-    from hybrid_ir.askme import AskMeConfig, rerank
-    from hybrid_ir.lucene.stored import StoredDocuments
 
     if request.base is None:
         raise ConfigError("askme needs a base run (the BM25 run it re-ranks)")

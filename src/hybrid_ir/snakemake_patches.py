@@ -44,6 +44,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hybrid_ir.config_layers import read_config_file
+from hybrid_ir.errors import ConfigError
+from hybrid_ir.jobserver import DIRECTORY_ENV, REGISTRY, serves
+
 _PATCHED_MARK = "_hybrid_ir_patched"
 
 
@@ -115,8 +119,6 @@ def read_configfiles_with_libyaml(configfile_module: Any = None) -> bool:
 
     def build(original: Callable[[Any], dict]) -> Callable[[Any], dict]:
         def load_configfile(configpath: Any) -> dict:
-            from hybrid_ir.config_layers import read_config_file
-            from hybrid_ir.errors import ConfigError
 
             if not isinstance(configpath, (str, Path)):
                 return original(configpath)
@@ -147,7 +149,6 @@ def run_python_scripts_in_job_servers(
     the servers' directory in this process's environment; only the scripts
     :func:`hybrid_ir.jobserver.serves` names go to servers, and a job with a conda environment,
     a container, environment modules or ``--edit-notebook`` always runs as Snakemake runs it."""
-    from hybrid_ir.jobserver import DIRECTORY_ENV, REGISTRY, serves
 
     if script_class is None:
         from snakemake.script import PythonScript

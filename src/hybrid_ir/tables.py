@@ -10,7 +10,19 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from hybrid_ir import paths
+from hybrid_ir.checks import evaluation_pairs
+from hybrid_ir.errors import ConfigError
+from hybrid_ir.evaluate import (
+    JUDGED_TOPICS,
+    Evaluation,
+    Qrels,
+    evaluate,
+    load_qrels,
+    resolve_measures,
+)
 from hybrid_ir.formats import atomic_output
+from hybrid_ir.runs import ranked, read_run, topic_sort_key
+from hybrid_ir.stats import paired_ttest
 from hybrid_ir.table_spec import NOTE_PLACEHOLDER, column_key, row_sources, source_key, table_groups
 
 
@@ -39,8 +51,6 @@ def _expected_band(expected: list[dict], collection: str, run: str, qrels: str, 
 
 def bm25_rows(experiments: dict, expected: list[dict], root: str | Path = ".") -> list[ScoreRow]:
     """One row per collection, layout, qrels set and metric of the configured BM25 runs."""
-    from hybrid_ir.checks import evaluation_pairs
-    from hybrid_ir.evaluate import resolve_measures
 
     rows = []
     for collection, experiment in experiments.items():
@@ -79,7 +89,6 @@ def bm25_rows(experiments: dict, expected: list[dict], root: str | Path = ".") -
 
 def bm25_averaging_notes(experiments: dict) -> list[str]:
     """How each collection's BM25 numbers are averaged, from its measures' own rules."""
-    from hybrid_ir.evaluate import JUDGED_TOPICS, resolve_measures
 
     notes = []
     for collection, experiment in experiments.items():
@@ -342,8 +351,6 @@ def score_rows(
     against their group's qrels (``inputs[source_key("qrels", group)]``) with the group's
     measures, cross-validation reports give their cross-validated test scores. A published-only
     row has none."""
-    from hybrid_ir.evaluate import Evaluation, Qrels, evaluate, load_qrels
-    from hybrid_ir.runs import read_run
 
     qrels: dict[str, Qrels] = {}
     per_query: dict[str, dict[str, dict[str, float]]] = {}
@@ -389,7 +396,6 @@ def write_per_query(
 ) -> None:
     """Every row's per-topic scores of the table's columns (long format, as computed: a
     percent or per-mille column's fractions), for one's own tests."""
-    from hybrid_ir.runs import topic_sort_key
 
     with atomic_output(path) as out:
         out.write("run\tcolumn\ttopic\tvalue\n")
@@ -422,7 +428,6 @@ def table_cells(
     ``per_query[label][column]`` maps topics to scores, ``aggregate[label][column]`` is the
     mean the table prints.
     """
-    from hybrid_ir.stats import paired_ttest
 
     cells: dict[str, dict[str, Cell]] = {}
     for row in spec.rows:
@@ -451,8 +456,6 @@ def _format(value: float | None, digits: int, signed: bool = False) -> str:
 
 def _integral_columns(spec: TableSpec) -> set[str]:
     """Count columns (totals such as Rel_Ret), printed as integers."""
-    from hybrid_ir.errors import ConfigError
-    from hybrid_ir.evaluate import resolve_measures
 
     counts = set()
     for group in spec.groups:
@@ -559,7 +562,6 @@ def verdict_notes(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> list[st
 def overlap_notes(spec: TableSpec) -> list[str]:
     """Mean share of the top-k documents two rows' runs have in common, over their shared
     topics (e.g. sparse-matrix BM25 against Lucene BM25 at the same k1 and b)."""
-    from hybrid_ir.runs import ranked, read_run
 
     # A row's first run: overlaps compare runs of one collection, whatever the group.
     sources = {row.label: next(iter(row.sources.values()))[1] for row in spec.rows if row.sources}
@@ -595,8 +597,6 @@ def largest_gain_notes(
     topic one row lacks counts 0. Ties (gains equal to 12 decimals) go to the first topic id in
     natural order (A.2 before A.10). When no topic gains, the note says so.
     """
-    from hybrid_ir.errors import ConfigError
-    from hybrid_ir.runs import topic_sort_key
 
     def scores(label: str, measure: str) -> dict[str, float]:
         if label not in per_query:
@@ -667,7 +667,6 @@ def fill_note(spec: TableSpec, cells: dict[str, dict[str, Cell]], note: str) -> 
     """``note`` with each placeholder replaced by the cell it names, so that a note never
     quotes a number other than the table's; a placeholder naming no row, no column, or a cell
     with no value is a :class:`ConfigError` naming the table and the placeholder."""
-    from hybrid_ir.errors import ConfigError
 
     integral = _integral_columns(spec)
 

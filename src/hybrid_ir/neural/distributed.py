@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_ir.errors import ConfigError, HybridIRError
+from hybrid_ir.formats import atomic_output
+from hybrid_ir.neural.devices import cuda_settings, set_threads
 
 LOGGER = logging.getLogger(__name__)
 
@@ -190,9 +192,6 @@ def main(argv: list[str]) -> None:
     """One rank: join the group torchrun set up, run the task, rank 0 writes its facts."""
     import torch
     import torch.distributed as dist
-
-    from hybrid_ir.formats import atomic_output
-    from hybrid_ir.neural.devices import cuda_settings, set_threads
 
     spec = json.loads(Path(argv[0]).read_text())
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])

@@ -88,6 +88,7 @@ from hybrid_ir.neural.models import (
     backbone_path,
     directory_size,
     load_tokenizer,
+    seed_everything,
     training_steps,
 )
 from hybrid_ir.neural.shards import (
@@ -311,8 +312,6 @@ def train_dpr(
     import torch
     from tqdm import tqdm
     from transformers import AutoModel
-
-    from hybrid_ir.neural.models import seed_everything
 
     accumulation_steps(settings.batch_size, ranks.world, settings.micro_batch_size, SECTION)
     epoch_ends = snapshot_steps(settings, len(triplets))

@@ -26,7 +26,9 @@ from typing import Any
 
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.neural.distributed import SINGLE, Ranks, accumulation_steps, launch
+from hybrid_ir.neural.dpr import SECTION, DPRSettings, index_dpr, rerank_dpr, search_dpr, train_dpr
 from hybrid_ir.neural.models import backbone_path, training_steps
+from hybrid_ir.neural.shards import ENCODE_WINDOW, SHARD_SIZE
 from hybrid_ir.neural.triplets import read_triplets
 from hybrid_ir.runs import Run
 
@@ -89,7 +91,6 @@ class EncoderKind:
 
 
 def _train_dpr(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
-    from hybrid_ir.neural.dpr import SECTION, DPRSettings, train_dpr
 
     if job.processes > 1:
         # Here rather than on the ranks, which would fail with torchrun's report only.
@@ -123,8 +124,6 @@ def train_dpr_rank(arguments: dict, device: str, ranks: Ranks) -> dict:
 
 
 def _index_dpr(model: Path, documents: Passages, index: Path, entry: Settings, job: Job) -> dict:
-    from hybrid_ir.neural.dpr import index_dpr
-    from hybrid_ir.neural.shards import ENCODE_WINDOW, SHARD_SIZE
 
     return index_dpr(
         model,
@@ -143,7 +142,6 @@ def _index_dpr(model: Path, documents: Passages, index: Path, entry: Settings, j
 def _search_dpr(
     model: Path, index: Path, queries: Mapping[str, str], depth: int, entry: Settings, job: Job
 ) -> Run:
-    from hybrid_ir.neural.dpr import search_dpr
 
     return search_dpr(
         model,
@@ -165,7 +163,6 @@ def _rerank_dpr(
     entry: Settings,
     job: Job,
 ) -> Run:
-    from hybrid_ir.neural.dpr import rerank_dpr
 
     return rerank_dpr(
         model,

@@ -21,6 +21,7 @@ import numpy as np
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.neural.dense import resolve_model
 from hybrid_ir.neural.devices import autocast
+from hybrid_ir.pretok import read_token_counts
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,6 @@ def load_tokenizer(path: str | Path):
 
 def read_vocabulary(path: str | Path) -> list[str]:
     """Math tokens of a ``token<TAB>count`` vocabulary file, in file order."""
-    from hybrid_ir.pretok import read_token_counts
 
     return list(read_token_counts(path))
 

@@ -77,7 +77,7 @@ from typing import cast
 import numpy as np
 
 from hybrid_ir.errors import ConfigError, HybridIRError
-from hybrid_ir.formats import atomic_directory
+from hybrid_ir.formats import atomic_directory, atomic_output, read_records
 from hybrid_ir.neural.checkpoints import load_state, prune, save_state, step_directories
 from hybrid_ir.neural.devices import autocast, grad_scaler
 from hybrid_ir.neural.distributed import SINGLE, Ranks, accumulation_steps, launch
@@ -85,7 +85,9 @@ from hybrid_ir.neural.models import (
     add_math_tokens,
     backbone_path,
     load_tokenizer,
+    read_vocabulary,
     resize_embeddings,
+    seed_everything,
     tokenizations_match,
 )
 
@@ -711,8 +713,6 @@ def pretrain(
     from tqdm import tqdm
     from transformers import get_linear_schedule_with_warmup
 
-    from hybrid_ir.neural.models import seed_everything
-
     seed_everything(settings.seed)
     accumulation = accumulation_steps(
         settings.batch_size, ranks.world, settings.micro_batch_size, SECTION
@@ -805,7 +805,6 @@ def _save_model(model, tokenizer, output: Path, facts: dict, samples: Sequence[s
 
 def write_losses(history: Sequence[dict], path: Path) -> None:
     """The loss history as TSV: step, split (train/heldout), mlm, nsp."""
-    from hybrid_ir.formats import atomic_output
 
     with atomic_output(path) as out:
         out.write("step\tsplit\tmlm\tnsp\n")
@@ -818,7 +817,6 @@ def mlm_documents(corpora: Sequence[tuple[str | Path, Sequence[str]]]) -> Iterat
     record, made of its ``fields``; a field value already used (a thread's question, repeated
     with every answer) is not used again. Used values are remembered by 16-byte digests: their
     text would be the corpus again."""
-    from hybrid_ir.formats import read_records
 
     seen: set[bytes] = set()
     for path, fields in corpora:
@@ -846,7 +844,6 @@ def pretrain_files(arguments: dict, device: str, ranks: Ranks = SINGLE) -> dict:
     """:func:`pretrain` from files: ``arguments`` holds ``backbone``, ``data`` (what
     :func:`corpus_data` wrote), ``vocabulary`` (the math tokens), ``output``, ``workdir``,
     ``settings`` (the configuration entry) and ``precision``."""
-    from hybrid_ir.neural.models import read_vocabulary
 
     settings = settings_from_config(
         arguments["settings"], device=device, precision=arguments["precision"]
