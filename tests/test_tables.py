@@ -29,17 +29,15 @@ import yaml
 from scipy.stats import ttest_rel
 
 from hybrid_ir.errors import ConfigError
+from hybrid_ir.table_notes import largest_gain_notes, overlap_notes, verdict_notes
 from hybrid_ir.tables import (
     Cell,
     fill_note,
-    largest_gain_notes,
-    overlap_notes,
     render_latex,
     render_markdown,
     score_rows,
     table_cells,
     table_spec,
-    verdict_notes,
     write_per_query,
     write_table_csv,
 )
@@ -1156,7 +1154,7 @@ def test_published_value_for_a_column_a_table_without_groups_does_not_show(monke
 
 def test_bm25_table_prints_counts_as_integers(tmp_path: Path):
     from hybrid_ir import paths
-    from hybrid_ir.tables import bm25_rows, write_csv, write_markdown
+    from hybrid_ir.bm25_table import bm25_rows, write_csv, write_markdown
 
     experiments = {
         "arqmath": {"layouts": ["flat"], "topics": "t1", "qrels": {"t1": ["nDCG'", "Rel_Ret"]}}

@@ -19,7 +19,7 @@ from hybrid_ir.errors import EvaluationError, ParameterError
 from hybrid_ir.evaluate import Qrels, evaluate, resolve_measures
 from hybrid_ir.runs import Run
 from hybrid_ir.stats import RandomizationTest, TTest, holm, marker, paired_ttest, randomization_test
-from hybrid_ir.tables import _LATEX_SPECIAL, _format, _latex_star
+from hybrid_ir.tables import _LATEX_SPECIAL, _latex_star, format_value
 
 DIGITS = 4
 """Digits of scores, as ``hybrid-ir evaluate`` prints them."""
@@ -209,9 +209,9 @@ def _cells(
     digits = 0 if row.count else DIGITS
     cells = [
         str(row.ttest.n),
-        _format(row.score, digits) + star(row.marker),
-        _format(row.baseline, digits),
-        _format(row.difference, digits, signed=True),
+        format_value(row.score, digits) + star(row.marker),
+        format_value(row.baseline, digits),
+        format_value(row.difference, digits, signed=True),
         _p_text(row.ttest.pvalue),
         _p_text(row.randomization.pvalue),
     ]

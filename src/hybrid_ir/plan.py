@@ -579,7 +579,7 @@ OUTPUT_KINDS: dict[str, OutputKind] = {
         "approach0.search", Plan.structure_targets, "structure_query_inputs",
     ),
     "bm25_table": OutputKind(
-        "bm25", ("bm25_table",), "tables.bm25_rows", Plan.bm25_table_targets,
+        "bm25", ("bm25_table",), "bm25_table.bm25_rows", Plan.bm25_table_targets,
     ),
     "checks": OutputKind(
         "expected", ("check_scores",), "checks.run_checks", Plan.check_targets,

@@ -6,14 +6,11 @@ import csv
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from hybrid_ir import paths
-from hybrid_ir.checks import evaluation_pairs
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.evaluate import (
-    JUDGED_TOPICS,
     Evaluation,
     Qrels,
     evaluate,
@@ -21,150 +18,9 @@ from hybrid_ir.evaluate import (
     resolve_measures,
 )
 from hybrid_ir.formats import atomic_output
-from hybrid_ir.runs import ranked, read_run, topic_sort_key
+from hybrid_ir.runs import read_run, topic_sort_key
 from hybrid_ir.stats import paired_ttest
 from hybrid_ir.table_spec import NOTE_PLACEHOLDER, column_key, row_sources, source_key, table_groups
-
-
-@dataclass(frozen=True)
-class ScoreRow:
-    collection: str
-    topics: str
-    run: str
-    qrels: str
-    metric: str
-    reproduced: float
-    expected: float | None
-    tolerance: float | None
-    status: str
-
-
-def _expected_band(expected: list[dict], collection: str, run: str, qrels: str, metric: str):
-    for document in expected:
-        if document["collection"] != collection:
-            continue
-        band = document.get("runs", {}).get(run, {}).get(qrels, {}).get(metric)
-        if band is not None:
-            return band
-    return None
-
-
-def bm25_rows(experiments: dict, expected: list[dict], root: str | Path = ".") -> list[ScoreRow]:
-    """One row per collection, layout, qrels set and metric of the configured BM25 runs."""
-
-    rows = []
-    for collection, experiment in experiments.items():
-        for layout in experiment["layouts"]:
-            run = f"bm25-{layout}"
-            for topic_set, qrels_set in evaluation_pairs(experiment):
-                columns = resolve_measures(experiment["qrels"][qrels_set])
-                path = Path(root) / paths.evaluation(collection, topic_set, run, qrels_set)
-                with open(path, encoding="utf-8") as handle:
-                    aggregate = json.load(handle)["aggregate"]
-                for column in columns:
-                    metric = column.name
-                    band = _expected_band(expected, collection, run, qrels_set, metric)
-                    # A count is a whole number, printed as one (118, not 118.0000).
-                    whole: Callable[[float], float] = round if column.total else float
-                    value = whole(aggregate[metric])
-                    status = "-"
-                    if band is not None:
-                        ok = abs(value - band["value"]) <= band["tolerance"] + 1e-9
-                        status = "PASS" if ok else "FAIL"
-                    rows.append(
-                        ScoreRow(
-                            collection,
-                            topic_set,
-                            run,
-                            qrels_set,
-                            metric,
-                            value,
-                            whole(band["value"]) if band else None,
-                            band["tolerance"] if band else None,
-                            status,
-                        )  # fmt: skip
-                    )
-    return rows
-
-
-def bm25_averaging_notes(experiments: dict) -> list[str]:
-    """How each collection's BM25 numbers are averaged, from its measures' own rules."""
-
-    notes = []
-    for collection, experiment in experiments.items():
-        columns = [
-            column
-            for measures in experiment["qrels"].values()
-            for column in resolve_measures(measures)
-        ]
-        judged = [column.name for column in columns if column.averaging == JUDGED_TOPICS]
-        totals = [column.name for column in columns if column.total]
-        rest = [c.name for c in columns if c.averaging != JUDGED_TOPICS and not c.total]
-        parts = []
-        if rest:
-            parts.append(
-                f"{', '.join(dict.fromkeys(rest))} averaged over every qrels topic "
-                "(trec_eval -c: an unanswered topic counts 0)"
-            )
-        if judged:
-            parts.append(
-                f"{', '.join(dict.fromkeys(judged))} averaged over the topics where the run "
-                "keeps a judged document (the ARQMath organisers' rule), not over every qrels topic"
-            )
-        if totals:
-            parts.append(f"{', '.join(dict.fromkeys(totals))} summed over topics")
-        notes.append(f"{collection}: " + "; ".join(parts) + ".")
-    return notes
-
-
-def _number(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return str(value) if isinstance(value, int) else f"{value:.4f}"
-
-
-def _csv_number(value: float) -> str:
-    return str(value) if isinstance(value, int) else f"{value:.6f}"
-
-
-def write_csv(rows: list[ScoreRow], path: str | Path) -> None:
-    with atomic_output(path) as out:
-        writer = csv.DictWriter(
-            out, fieldnames=[field.name for field in fields(ScoreRow)], lineterminator="\n"
-        )
-        writer.writeheader()
-        for row in rows:
-            record = asdict(row)
-            record["reproduced"] = _csv_number(row.reproduced)
-            writer.writerow(record)
-
-
-def write_markdown(
-    rows: list[ScoreRow], path: str | Path, title: str, notes: list[str], footer: str = ""
-) -> None:
-    """A block per collection and topic set: runs as rows, each metric as a reproduced /
-    expected pair; ``footer`` (provenance) closes the file."""
-    lines = [f"# {title}", ""]
-    for collection, topics in dict.fromkeys((row.collection, row.topics) for row in rows):
-        block = [row for row in rows if (row.collection, row.topics) == (collection, topics)]
-        metrics = list(dict.fromkeys((row.qrels, row.metric) for row in block))
-        lines += [f"## {collection} ({topics} topics)", ""]
-        header = ["run"]
-        for qrels, metric in metrics:
-            header += [f"{metric} ({qrels})", "expected"]
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("|" + "---|" * (1 + 2 * len(metrics)))
-        for run in dict.fromkeys(row.run for row in block):
-            cells = {(row.qrels, row.metric): row for row in block if row.run == run}
-            values = []
-            for key in metrics:
-                row = cells.get(key)
-                values += [_number(row.reproduced), _number(row.expected)] if row else ["", ""]
-            lines.append("| " + " | ".join([run, *values]) + " |")
-        lines.append("")
-    lines += [f"- {note}" for note in notes]
-    with atomic_output(path) as out:
-        out.write("\n".join(lines).rstrip() + "\n" + markdown_footer(footer))
 
 
 def markdown_footer(footer: str) -> str:
@@ -447,7 +303,7 @@ def table_cells(
     return cells
 
 
-def _format(value: float | None, digits: int, signed: bool = False) -> str:
+def format_value(value: float | None, digits: int, signed: bool = False) -> str:
     if value is None:
         return "–"
     rounded = round(value, digits) + 0.0  # + 0.0 turns -0.0 into 0.0
@@ -479,10 +335,10 @@ def _row_texts(
 ) -> list[str]:
     digits = 0 if integral else spec.display(column)[2] or spec.digits
     if row.published_only and not spec.has_published:
-        return [_format(cell.published, digits)]
-    texts = [_format(cell.value, digits) + star(cell.marker)]
+        return [format_value(cell.published, digits)]
+    texts = [format_value(cell.value, digits) + star(cell.marker)]
     if spec.has_published:
-        texts += [_format(cell.published, digits), _format(cell.difference, digits, True)]
+        texts += [format_value(cell.published, digits), format_value(cell.difference, digits, True)]
     return texts
 
 
@@ -530,139 +386,6 @@ def render_markdown(
     return "\n".join(lines) + "\n" + markdown_footer(footer)
 
 
-def verdict_notes(spec: TableSpec, cells: dict[str, dict[str, Cell]]) -> list[str]:
-    """Sentences saying whether a row beats the others named in ``verdicts`` on a column,
-    computed from this run's numbers so that the table never states a stale conclusion."""
-    notes = []
-    for verdict in spec.verdicts:
-        row, column = verdict["row"], verdict["column"]
-        value = cells[row][column].value
-        others = {label: cells[label][column].value for label in verdict["against"]}
-        missing = [label for label, other in {row: value, **others}.items() if other is None]
-        if missing or value is None:
-            notes.append(
-                f"{row} cannot be compared on {column}: no value for {', '.join(missing)}."
-            )
-            continue
-        known = {label: other for label, other in others.items() if other is not None}  # = others
-        beaten = [label for label, other in known.items() if value > other]
-        compared = ", ".join(f"{label} {other:.{spec.digits}f}" for label, other in known.items())
-        if len(beaten) == len(known):
-            outcome = "beats all of"
-        elif beaten:
-            outcome = "beats only " + ", ".join(beaten) + " among"
-        else:
-            outcome = "beats none of"
-        notes.append(
-            f"{row} ({column} {value:.{spec.digits}f}) {outcome} the compared rows ({compared})."
-        )
-    return notes
-
-
-def overlap_notes(spec: TableSpec) -> list[str]:
-    """Mean share of the top-k documents two rows' runs have in common, over their shared
-    topics (e.g. sparse-matrix BM25 against Lucene BM25 at the same k1 and b)."""
-
-    # A row's first run: overlaps compare runs of one collection, whatever the group.
-    sources = {row.label: next(iter(row.sources.values()))[1] for row in spec.rows if row.sources}
-    notes = []
-    for overlap in spec.overlaps:
-        first, second, k = (
-            read_run(sources[overlap["a"]]),
-            read_run(sources[overlap["b"]]),
-            overlap["k"],
-        )
-        topics = sorted(first.keys() & second.keys())
-        shares = [
-            len({doc for doc, _ in ranked(first[t], k)} & {doc for doc, _ in ranked(second[t], k)})
-            / k
-            for t in topics
-        ]
-        mean = sum(shares) / len(shares) if shares else 0.0
-        notes.append(
-            f"Top-{k} overlap of {overlap['a']} and {overlap['b']}: {mean:.1%} of the documents "
-            f"on average over {len(topics)} topics."
-        )
-    return notes
-
-
-def largest_gain_notes(
-    spec: TableSpec, per_query: dict[str, dict[str, dict[str, float]]]
-) -> list[str]:
-    """For each ``largest_gains`` entry and each row it names in ``over``: the topic where
-    ``row`` scores most above that row in ``measure``, with both scores (paper 000 Section 5:
-    A.219, P@10 0.1 -> 0.5 when fusion is compared with ColBERT).
-
-    Scores are the table's per-topic ones (:func:`score_rows`, as in ``per_query.tsv``); a
-    topic one row lacks counts 0. Ties (gains equal to 12 decimals) go to the first topic id in
-    natural order (A.2 before A.10). When no topic gains, the note says so.
-    """
-
-    def scores(label: str, measure: str) -> dict[str, float]:
-        if label not in per_query:
-            raise ConfigError(f"tables.{spec.name}.largest_gains: {label!r} is not a row label")
-        if measure not in per_query[label]:
-            raise ConfigError(
-                f"tables.{spec.name}.largest_gains: row {label!r} has no per-topic {measure!r} "
-                "(not among the table's measures)"
-            )
-        return per_query[label][measure]
-
-    notes = []
-    for entry in spec.largest_gains:
-        row, measure = entry["row"], entry["measure"]
-        mine = scores(row, measure)
-        for other in entry["over"]:
-            theirs = scores(other, measure)
-            topics = sorted(mine.keys() | theirs.keys(), key=topic_sort_key)
-            # Rounded so that equal gains tie (0.6 - 0.2 is 0.39999999999999997, 0.5 - 0.1 0.4).
-            gains = {t: round(mine.get(t, 0.0) - theirs.get(t, 0.0), 12) for t in topics}
-            best = max(topics, key=lambda t: gains[t], default=None)  # first of the largest
-            head = f'Largest {measure} gain of "{row}" over "{other}": '
-            if best is None or gains[best] <= 0:
-                notes.append(f"{head}none (no topic of {len(topics)} scores higher).")
-                continue
-            before, after = theirs.get(best, 0.0), mine.get(best, 0.0)
-            notes.append(
-                f"{head}topic {best} ({_format(before, spec.digits)} -> "
-                f"{_format(after, spec.digits)})."
-            )
-    return notes
-
-
-def claims_notes(claims: Mapping[str, Sequence[str]]) -> list[str]:
-    """Where the claims tested on this table are judged: paper -> claim ids."""
-    return [
-        f"Claims of paper {paper} tested on this table ({', '.join(ids)}): their verdicts, "
-        f"effects and p-values are in results/claims/paper{paper}.md (`hybrid-ir claims`)."
-        for paper, ids in sorted(claims.items())
-    ]
-
-
-def sweep_notes(reports: Mapping[str, Mapping]) -> list[str]:
-    """One sentence per sweep: the selected value, by which measure, chosen on which topics."""
-    notes = []
-    for name, report in reports.items():
-        if "by_language" in report:
-            chosen = ", ".join(
-                f"{language} {choice['best']} "
-                f"({choice['selection_scores'][report['values'].index(choice['best'])]:.4f})"
-                for language, choice in report["by_language"].items()
-            )
-            notes.append(
-                f"Sweep {name}: {report['parameter']} of {report['method']} chosen per language "
-                f"by {report['select']} on the {report['selected_on']}: {chosen}."
-            )
-            continue
-        best = report["values"].index(report["best"])
-        notes.append(
-            f"Sweep {name}: {report['method']} is best at {report['parameter']} = "
-            f"{report['best']} by {report['select']} ({report['selection_scores'][best]:.4f}, "
-            f"chosen on the {report['selected_on']})."
-        )
-    return notes
-
-
 def fill_note(spec: TableSpec, cells: dict[str, dict[str, Cell]], note: str) -> str:
     """``note`` with each placeholder replaced by the cell it names, so that a note never
     quotes a number other than the table's; a placeholder naming no row, no column, or a cell
@@ -682,7 +405,9 @@ def fill_note(spec: TableSpec, cells: dict[str, dict[str, Cell]], note: str) -> 
         if number is None:
             side = "value of ours" if kind == "row" else "published value"
             raise ConfigError(f"{where}: row {label!r} has no {side} in {column!r}")
-        return _format(number, 0 if column in integral else spec.display(column)[2] or spec.digits)
+        return format_value(
+            number, 0 if column in integral else spec.display(column)[2] or spec.digits
+        )
 
     return NOTE_PLACEHOLDER.sub(value, note)
 

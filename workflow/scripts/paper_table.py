@@ -7,17 +7,19 @@ from hybrid_ir.formats import atomic_output
 from hybrid_ir.logged import run_step
 from hybrid_ir.provenance import identity
 from hybrid_ir.report import write_pages
-from hybrid_ir.tables import (
+from hybrid_ir.table_notes import (
     claims_notes,
     largest_gain_notes,
     overlap_notes,
+    sweep_notes,
+    verdict_notes,
+)
+from hybrid_ir.tables import (
     render_latex,
     render_markdown,
     score_rows,
-    sweep_notes,
     table_cells,
     table_spec,
-    verdict_notes,
     write_per_query,
     write_table_csv,
 )

@@ -14,7 +14,7 @@ from hybrid_ir.parameter_tables import (
 )
 from hybrid_ir.provenance import identity
 from hybrid_ir.report import write_pages
-from hybrid_ir.tables import sweep_notes
+from hybrid_ir.table_notes import sweep_notes
 
 
 def main():
