@@ -33,7 +33,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	# Where PYTHONDONTWRITEBYTECODE is set, every job would otherwise compile the package again.
 	$(BIN)/python -m compileall -q src
 	$(BIN)/pip check
-	$(BIN)/python -c 'from hybrid_ir.neural.colbert import build_cpu_kernels; build_cpu_kernels()'
+	$(BIN)/python -c 'from hybrid_ir.neural.colbert_compat import build_cpu_kernels; build_cpu_kernels()'
 	touch $@
 
 # The SLURM executor plugin (requirements-slurm.txt) in a venv of its own over .venv, whose

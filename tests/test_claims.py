@@ -256,7 +256,7 @@ def test_files_are_written_whole_and_the_cli_prints_them(tmp_path, capsys):
 
 
 def test_rmse_kendall_tau_and_rbo_follow_their_definitions():
-    from hybrid_ir.claims import kendall_tau_union, rank_biased_overlap, rmse
+    from hybrid_ir.rank_agreement import kendall_tau_union, rank_biased_overlap, rmse
 
     assert rmse({"a": 0.5, "b": 0.2, "c": 9}, {"a": 0.2, "b": 0.6}) == pytest.approx(
         math.sqrt((0.3**2 + 0.4**2) / 2)
@@ -319,7 +319,7 @@ def test_rmse_does_not_depend_on_the_process_string_hashing():
     import sys
 
     program = (
-        "import random; from hybrid_ir.claims import rmse; r = random.Random(3); "
+        "import random; from hybrid_ir.rank_agreement import rmse; r = random.Random(3); "
         "a = {f't{i}': r.random() for i in range(500)}; b = {t: r.random() for t in a}; "
         "print(repr(rmse(a, b)))"
     )

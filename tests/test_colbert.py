@@ -26,12 +26,12 @@ from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.neural.colbert import (
     DOC_IDS_FILE,
     MARKERS,
-    build_cpu_kernels,
     index_colbert,
     rerank_colbert,
     search_colbert,
     train_colbert,
 )
+from hybrid_ir.neural.colbert_compat import build_cpu_kernels
 from hybrid_ir.neural.models import directory_size
 from hybrid_ir.runs import write_run
 
@@ -207,7 +207,7 @@ def test_small_collection_is_encoded_once_into_the_same_index(
                   extensions_dir=extensions_dir)  # fmt: skip
     assert calls == [len(documents)]
     monkeypatch.setattr(
-        "hybrid_ir.neural.colbert._encode_each_passage_list_once", contextlib.nullcontext
+        "hybrid_ir.neural.colbert.encode_each_passage_list_once", contextlib.nullcontext
     )
     twice = tmp_path / "twice"
     index_colbert(first["root"] / "colbert", documents, twice, doc_maxlen=64,
@@ -546,7 +546,7 @@ def test_a_cuda_call_points_colbert_at_the_gpu_for_its_duration(monkeypatch):
     from colbert.infra.config.settings import RunSettings
     from colbert.modeling import checkpoint as colbert_checkpoint
 
-    import hybrid_ir.neural.colbert as module
+    import hybrid_ir.neural.colbert_compat as module
 
     entered = []
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
@@ -560,7 +560,7 @@ def test_a_cuda_call_points_colbert_at_the_gpu_for_its_duration(monkeypatch):
         collection_indexer.compute_faiss_kmeans,
     )
     gpus = RunSettings.total_visible_gpus
-    with module._on_device("cuda:1", "bf16"):
+    with module.on_device("cuda:1", "bf16"):
         assert {m.DEVICE for m in _colbert_modules()} == {torch.device("cuda:1")}
         assert ColBERTConfig().total_visible_gpus == 2
         amp = colbert_checkpoint.MixedPrecisionManager(True).context()
@@ -585,7 +585,7 @@ def test_cuda_indexing_and_search_need_an_nvcc_matching_torch(tmp_path, document
     """Checked before any work: colbert's residual codec compiles CUDA kernels on a GPU."""
     from torch.utils import cpp_extension
 
-    import hybrid_ir.neural.colbert as module
+    import hybrid_ir.neural.colbert_compat as module
 
     monkeypatch.setattr(torch.version, "cuda", "12.4")
     monkeypatch.setattr(cpp_extension, "CUDA_HOME", None)
@@ -603,9 +603,9 @@ def test_cuda_indexing_and_search_need_an_nvcc_matching_torch(tmp_path, document
     assert not (tmp_path / "index").exists()
     monkeypatch.setattr(cpp_extension, "CUDA_HOME", str(_fake_nvcc(tmp_path / "cuda", "11.8")))
     with pytest.raises(ConfigError, match=r"found nvcc 11\.8 under CUDA_HOME .*; " + fix):
-        module._check_cuda_toolkit()
+        module.check_cuda_toolkit()
     monkeypatch.setattr(torch.version, "cuda", "11.8")
-    module._check_cuda_toolkit()
+    module.check_cuda_toolkit()
 
 
 def test_precision_autocasts_the_encoders(first, documents, queries, extensions_dir):

@@ -14,23 +14,25 @@ import yaml
 
 from hybrid_ir.config import validate_config
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.figures import (
-    draw,
+from hybrid_ir.figure_data import (
     fused_rank_rows,
     head_to_head,
-    head_to_head_figure,
-    label_bar_figure,
     label_panels,
     metric_at_k,
+    read_topic_labels,
+    sweep_runs,
+)
+from hybrid_ir.figures import (
+    draw,
+    head_to_head_figure,
+    label_bar_figure,
     metric_vs_parameter,
     metric_vs_parameter_figure,
     pr_curves,
     pr_curves_figure,
     rank_scatter_figure,
-    read_topic_labels,
     recall_at_k_curve,
     recall_at_k_figure,
-    sweep_runs,
     sweep_styles,
     table_figure,
     table_figure_of,
@@ -205,7 +207,7 @@ def test_by_label_means_panels_and_shared_scale(topic_labels, caplog):
         label: evaluate(LABEL_QRELS, run, ["RR"]).per_query["RR"]
         for label, run in LABEL_RUNS.items()
     }
-    with caplog.at_level(logging.INFO, logger="hybrid_ir.figures"):
+    with caplog.at_level(logging.INFO, logger="hybrid_ir.figure_data"):
         panels = label_panels(
             scores, topic_labels, BY_LABEL_SPEC["labels"], LABEL_QRELS, BY_LABEL_SPEC["label_order"]
         )
@@ -401,7 +403,7 @@ def test_head_to_head_counts_means_and_tsv(tmp_path, caplog):
     path = tmp_path / "labels.tsv"
     path.write_text(H2H_LABELS, encoding="utf-8")
     labels = read_topic_labels(path, "s1")
-    with caplog.at_level(logging.INFO, logger="hybrid_ir.figures"):
+    with caplog.at_level(logging.INFO, logger="hybrid_ir.figure_data"):
         png, svg, tsv = draw(
             "head_to_head", H2H_SPEC, H2H_RUNS, H2H_QRELS, None, tmp_path / "fig2", labels
         )
@@ -424,7 +426,7 @@ def test_head_to_head_counts_means_and_tsv(tmp_path, caplog):
 def test_head_to_head_compares_topics_both_runs_score(caplog):
     scores = {"a": {"A.1": 1.0, "A.2": 0.5}, "b": {"A.1": 0.5, "A.3": 1.0}}
     labels = {topic: {"dependency": "Text"} for topic in ("A.1", "A.2", "A.3")}
-    with caplog.at_level(logging.INFO, logger="hybrid_ir.figures"):
+    with caplog.at_level(logging.INFO, logger="hybrid_ir.figure_data"):
         (row,) = head_to_head(scores, labels, "dependency")
     assert (row.value, row.topics, row.higher, row.ties, row.means) == (
         "Text",

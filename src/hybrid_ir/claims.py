@@ -32,18 +32,20 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hybrid_ir.claims_report import render_markdown
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.formats import atomic_output
+from hybrid_ir.rank_agreement import RBO_PERSISTENCE, kendall_tau_union, rank_biased_overlap, rmse
 from hybrid_ir.runs import read_run, topic_sort_key
 from hybrid_ir.stats import holm, paired_ttest, randomization_test
-from hybrid_ir.tables import column_key, row_sources, table_groups
+from hybrid_ir.table_spec import column_key, row_sources, table_groups
 
 DIRECTIONS = ("greater", "less")
 TESTS = ("t-test", "randomization")
@@ -76,8 +78,6 @@ _REPRODUCTION_KEYS = {
     "depth",
     "persistence",
 }
-RBO_PERSISTENCE = 0.9
-"""RBO's p by default: the top 10 carry about 86 % of the weight (Webber et al. 2010)."""
 DEPTH = 10
 """How many documents of each run Kendall's tau and RBO compare per topic by default."""
 
@@ -556,61 +556,6 @@ def _verdict(claim, built, effect, p_adjusted, published, correction_name) -> Ve
 # -- original runs beside their reproductions ------------------------------------------------
 
 
-def rmse(original: Mapping[str, float], reproduced: Mapping[str, float]) -> float | None:
-    """Root mean square of the per-topic differences over the topics both have (Breuer et
-    al. 2020's per-topic RMSE); None without a shared topic."""
-    # Sorted: a set's order follows the process's string hashing, and so would the last bit
-    # of the sum.
-    topics = sorted(original.keys() & reproduced.keys())
-    if not topics:
-        return None
-    return math.sqrt(sum((original[t] - reproduced[t]) ** 2 for t in topics) / len(topics))
-
-
-def kendall_tau_union(original: Sequence[str], reproduced: Sequence[str]) -> float | None:
-    """Kendall's tau-b between two rankings over the union of their documents, each ranking
-    placing the documents it lacks after its own, tied (repro_eval's KTU compares the union
-    too); None when a ranking orders nothing (fewer than two documents, or all tied)."""
-    from scipy.stats import kendalltau
-
-    union = sorted(set(original) | set(reproduced))
-    if len(union) < 2:
-        return None
-    positions = []
-    for ranking in (original, reproduced):
-        rank = {doc: index for index, doc in enumerate(ranking)}
-        positions.append([rank.get(doc, len(ranking)) for doc in union])
-    tau = kendalltau(*positions).statistic
-    return None if math.isnan(tau) else float(tau)
-
-
-def rank_biased_overlap(
-    original: Sequence[str], reproduced: Sequence[str], persistence: float = RBO_PERSISTENCE
-) -> float:
-    """Extrapolated RBO of two rankings cut at the same depth k (Webber, Moffat and Zobel
-    2010, Eq. 32): ``X_k/k * p^k + (1-p)/p * sum_{d<=k} X_d/d * p^d`` with ``X_d`` the
-    overlap of the two top-d lists; 1 for identical lists, 0 for disjoint ones."""
-    depth = max(len(original), len(reproduced))
-    if depth == 0:
-        return 1.0
-    seen_original: set[str] = set()
-    seen_reproduced: set[str] = set()
-    overlap, total = 0, 0.0
-    for d in range(1, depth + 1):
-        left = original[d - 1] if d <= len(original) else None
-        right = reproduced[d - 1] if d <= len(reproduced) else None
-        if left is not None and left == right:
-            overlap += 1
-        else:
-            overlap += (left in seen_reproduced) + (right in seen_original)
-        if left is not None:
-            seen_original.add(left)
-        if right is not None:
-            seen_reproduced.add(right)
-        total += overlap / d * persistence**d
-    return overlap / depth * persistence**depth + (1 - persistence) / persistence * total
-
-
 def compare_reproduction(
     reproduction: Reproduction,
     scores: Mapping[tuple[str, str], Mapping[str, float]],
@@ -715,122 +660,6 @@ def write_verdicts(
         handle.write("\n")
     with atomic_output(md_path) as handle:
         handle.write(render_markdown(document))
-
-
-def _number(value: float | None, signed: bool = False, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
-
-
-def _p(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3g}"
-
-
-HEADER = (
-    "claim", "verdict", "effect [95% CI]", "p (adj.)", "detectable", "paper's effect",
-    "Effect Ratio", "ΔRI", "n",
-)  # fmt: skip
-
-
-def verdict_cells(verdict: Mapping) -> list[str]:
-    """One row of the claims table."""
-    if verdict["effect"] is None:
-        effect = "–"
-    else:
-        effect = f"{verdict['effect']:+.3f} [{verdict['ci_low']:+.3f}, {verdict['ci_high']:+.3f}]"
-    p = "–" if verdict["p"] is None else f"{_p(verdict['p'])} ({_p(verdict['p_adjusted'])})"
-    return [
-        verdict["id"],
-        verdict["verdict"],
-        effect,
-        p,
-        _number(verdict["detectable_effect"]),
-        _number(verdict["paper_effect"], signed=True),
-        _number(verdict["effect_ratio"], digits=2),
-        _number(verdict["delta_ri"], signed=True, digits=2),
-        str(verdict["topics"] or "–"),
-    ]
-
-
-def render_markdown(document: Mapping) -> str:
-    """The claims page: one row per claim, then what each claim says and compares."""
-    title = f"# Paper {document['paper']}: claims" + (
-        f" ({document['title']})" if document["title"] else ""
-    )
-    lines = [title, "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    for verdict in document["verdicts"]:
-        lines.append("| " + " | ".join(verdict_cells(verdict)) + " |")
-    correction = "Holm" if document["correction"] == "holm" else "no"
-    lines += [
-        "",
-        "- effect: mean per-topic difference, system minus baseline, with its 95% t interval; "
-        f"p: two-tailed paired test, with {correction} correction across this paper's tested "
-        "claims in parentheses; detectable: the smallest effect a paired t-test at the claim's "
-        "alpha detects with 80% power on these topics (from the differences' standard "
-        "deviation); Effect Ratio: this effect over the paper's; ΔRI: this relative "
-        "improvement minus the paper's (Breuer et al., SIGIR 2020).",
-    ]
-    if document.get("reproductions"):
-        lines += ["", "## Original runs beside their reproductions", ""]
-        lines += [
-            "| reproduction | column | original | reproduced | RMSE | Kendall's tau | RBO | n |"
-        ]
-        lines += ["|---|---|---|---|---|---|---|---|"]
-        for item in document["reproductions"]:
-            lines.append(
-                f"| {item['id']} | {item['column']} | {_number(item['original_mean'])} | "
-                f"{_number(item['reproduced_mean'])} | {_number(item['rmse'])} | "
-                f"{_number(item['kendall_tau'])} | {_number(item['rbo'])} | {item['topics']} |"
-            )
-        lines += [""]
-        for item in document["reproductions"]:
-            lines.append(
-                f"- **{item['id']}** ({item['where']}): {item['what']} Original row "
-                f"{item['original']}, reproduced row {item['reproduced']} of {item['table']}; "
-                f"RMSE of the per-topic {item['column']}, and Kendall's tau (over the union of "
-                f"both top {item['depth']}) and RBO (p = {item['persistence']:g}, extrapolated, "
-                f"top {item['depth']}) averaged over the topics both runs answer."
-            )
-        lines += ["", "## The claims", ""]
-    for verdict in document["verdicts"]:
-        direction = ">" if verdict["direction"] == "greater" else "<"
-        lines.append(
-            f"- **{verdict['id']}** ({verdict['where']}): {verdict['claim']} Tested as "
-            f"{verdict['system']} {direction} {verdict['baseline']} in {verdict['table']}, "
-            f"column {verdict['column']}: {verdict['verdict']}, {verdict['reason']}."
-            + (f" {verdict['note']}" if verdict.get("note") else "")
-        )
-    return "\n".join(lines) + "\n"
-
-
-def read_verdicts(paths: Iterable[str | Path]) -> list[dict]:
-    """The documents :func:`write_verdicts` wrote."""
-    return [json.loads(Path(path).read_text(encoding="utf-8")) for path in paths]
-
-
-def print_claims(results: str | Path, output: str = "text") -> str:
-    """Every paper's judged claims under ``results/claims``: aligned text, or one JSON list."""
-    found = sorted(Path(results, "claims").glob("paper*.json"))
-    if not found:
-        raise ConfigError(
-            f"{Path(results, 'claims')}: no judged claims (run the workflow first: snakemake "
-            "--cores N)"
-        )
-    documents = read_verdicts(found)
-    if output == "json":
-        return json.dumps(documents, indent=1) + "\n"
-    lines = []
-    for document in documents:
-        rows = [list(HEADER)] + [verdict_cells(v) for v in document["verdicts"]]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
-        lines.append(f"Paper {document['paper']}: {document['title']}")
-        lines += [
-            "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-            for row in rows
-        ]
-        lines.append("")
-    return "\n".join(lines)
 
 
 def claims_by_paper(paths: Sequence[str | Path], tables: Mapping[str, Mapping]) -> dict:

@@ -5,8 +5,9 @@ import json
 from pathlib import Path
 
 from hybrid_ir.evaluate import load_qrels
+from hybrid_ir.figure_data import read_topic_labels
 from hybrid_ir.figure_kinds import figure_kind
-from hybrid_ir.figures import Dataset, draw, read_topic_labels
+from hybrid_ir.figures import Dataset, draw
 from hybrid_ir.logged import run_step
 from hybrid_ir.runs import read_run
 
