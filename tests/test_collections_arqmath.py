@@ -16,10 +16,9 @@ from hybrid_ir.collections.arqmath import (
     PostsStats,
     read_post_links,
     read_posts_answers,
-    read_threads,
     read_topics,
-    render_html,
 )
+from hybrid_ir.collections.arqmath_html import read_threads, render_html
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.formats import Judgment
 

@@ -18,13 +18,8 @@ import torch
 import yaml
 
 from hybrid_ir.errors import ConfigError, HybridIRError
-from hybrid_ir.neural.dpr import (
-    DPRSettings,
-    contrastive_loss,
-    index_dpr,
-    search_dpr,
-    train_dpr,
-)
+from hybrid_ir.neural.dpr import DPRSettings, contrastive_loss, train_dpr
+from hybrid_ir.neural.dpr_index import index_dpr, search_dpr
 from hybrid_ir.neural.models import Encoder
 from hybrid_ir.neural.rerank import rerank_by_embeddings
 

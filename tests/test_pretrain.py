@@ -21,16 +21,18 @@ from hybrid_ir.errors import ConfigError, HybridIRError
 from hybrid_ir.neural.models import add_math_tokens, load_tokenizer, tokenizations_match
 from hybrid_ir.neural.pretrain import (
     IGNORE,
-    IS_NEXT,
-    NOT_NEXT,
     PretrainSettings,
-    TrainingData,
     _micro_batches,
     _Order,
     mask_tokens,
+    pretrain,
+)
+from hybrid_ir.neural.pretrain_data import (
+    IS_NEXT,
+    NOT_NEXT,
+    TrainingData,
     mlm_documents,
     prepare_data,
-    pretrain,
     sentences,
 )
 

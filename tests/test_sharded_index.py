@@ -13,7 +13,7 @@ import torch
 
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.formats import write_records
-from hybrid_ir.neural import dpr
+from hybrid_ir.neural import dpr_index
 from hybrid_ir.neural.dense import SentenceEncoder, dense_search, document_text, topic_texts
 from hybrid_ir.neural.models import Encoder
 from hybrid_ir.neural.shards import ShardWriter, encode_to_shards, read_shards
@@ -96,7 +96,7 @@ def test_a_document_id_twice_is_an_error_naming_the_corpus(tmp_path):
 
 
 def _flat_index(directory: Path, ids, vectors: np.ndarray, shard_size: int) -> Path:
-    writer = ShardWriter(directory, shard_size, dpr.INDEX_SUFFIX, dpr._save_flat_index)
+    writer = ShardWriter(directory, shard_size, dpr_index.INDEX_SUFFIX, dpr_index.save_flat_index)
     writer.add(list(ids), vectors)
     writer.close()
     return directory
@@ -111,7 +111,9 @@ def test_ties_at_the_cut_off_follow_the_canonical_rule_in_any_shards(tmp_path):
     queries[0] = vectors[3]
     topics = [f"t{i}" for i in range(25)]
     runs = [
-        dpr.search_index(_flat_index(tmp_path / f"s{size}", ids, vectors, size), topics, queries, 7)
+        dpr_index.search_index(
+            _flat_index(tmp_path / f"s{size}", ids, vectors, size), topics, queries, 7
+        )
         for size in (1, 3, 16, 1000)
     ]
     assert all(run == runs[0] for run in runs[1:])
@@ -128,16 +130,16 @@ def test_search_refuses_an_incomplete_or_truncated_index(tmp_path):
     vectors = np.arange(72, dtype=np.float32).reshape(12, 6)
     index = _flat_index(tmp_path / "index", ids, vectors, 5)
     query = np.ones((1, 6), dtype=np.float32)
-    assert list(dpr.search_index(index, ["q"], query, 2)["q"]) == ["d11", "d10"]
+    assert list(dpr_index.search_index(index, ["q"], query, 2)["q"]) == ["d11", "d10"]
     shard = index / "shard-00001.faiss"
     shard.write_bytes(shard.read_bytes()[:100])
     with pytest.raises(
         InputFormatError, match=r"shard-00001.faiss: 100 bytes, .*rebuild the index"
     ):
-        dpr.search_index(index, ["q"], query, 2)
+        dpr_index.search_index(index, ["q"], query, 2)
     (index / "manifest.json").unlink()
     with pytest.raises(InputFormatError, match=r"index: no manifest.json: not a complete"):
-        dpr.search_index(index, ["q"], query, 2)
+        dpr_index.search_index(index, ["q"], query, 2)
 
 
 class RecordingEncoder(Encoder):
@@ -162,16 +164,16 @@ class RecordingEncoder(Encoder):
 
 
 def test_dpr_run_does_not_depend_on_the_shard_size(tmp_path, monkeypatch):
-    monkeypatch.setattr(dpr, "Encoder", RecordingEncoder)
+    monkeypatch.setattr(dpr_index, "Encoder", RecordingEncoder)
     passages = _passages()
     files = []
     for size in (5, 1000):
         RecordingEncoder.forwards, RecordingEncoder.calls = [], []
         index = tmp_path / f"index{size}"
-        facts = dpr.index_dpr(MODEL, iter(passages), index, 32, 4, shard_size=size, window=8)
+        facts = dpr_index.index_dpr(MODEL, iter(passages), index, 32, 4, shard_size=size, window=8)
         assert facts["documents"] == 23 and facts["shards"] == (5 if size == 5 else 1)
         assert max(RecordingEncoder.forwards) == 4 and RecordingEncoder.calls == [8, 8, 7]
-        run = dpr.search_dpr(MODEL, index, QUERIES, 10, 16)
+        run = dpr_index.search_dpr(MODEL, index, QUERIES, 10, 16)
         write_run(run, tmp_path / f"run{size}.trec", tag="dpr", k=10)
         files.append((tmp_path / f"run{size}.trec").read_bytes())
     assert files[0] == files[1] and len(files[0].splitlines()) == 30

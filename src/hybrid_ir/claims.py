@@ -440,7 +440,6 @@ def delta_ri(system: float, baseline: float, paper_system: float, paper_baseline
 
 
 def holm_adjusted(pvalues: Sequence[float], correction: str) -> list[float]:
-
     return holm(pvalues) if correction == "holm" else list(pvalues)
 
 

@@ -411,7 +411,6 @@ def _check_table(config: dict, name: str, table: dict) -> None:
 
 
 def _collection_problems(config: dict) -> tuple[list[str], list[str]]:
-
     errors, warnings = [], []
     for name, collection in config["collections"].items():
         found = source_problems(f"collections.{name}", collection)

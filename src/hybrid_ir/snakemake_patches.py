@@ -119,7 +119,6 @@ def read_configfiles_with_libyaml(configfile_module: Any = None) -> bool:
 
     def build(original: Callable[[Any], dict]) -> Callable[[Any], dict]:
         def load_configfile(configpath: Any) -> dict:
-
             if not isinstance(configpath, (str, Path)):
                 return original(configpath)
             try:

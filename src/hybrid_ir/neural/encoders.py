@@ -26,7 +26,8 @@ from typing import Any
 
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.neural.distributed import SINGLE, Ranks, accumulation_steps, launch
-from hybrid_ir.neural.dpr import SECTION, DPRSettings, index_dpr, rerank_dpr, search_dpr, train_dpr
+from hybrid_ir.neural.dpr import SECTION, DPRSettings, train_dpr
+from hybrid_ir.neural.dpr_index import index_dpr, rerank_dpr, search_dpr
 from hybrid_ir.neural.models import backbone_path, training_steps
 from hybrid_ir.neural.shards import ENCODE_WINDOW, SHARD_SIZE
 from hybrid_ir.neural.triplets import read_triplets
@@ -91,7 +92,6 @@ class EncoderKind:
 
 
 def _train_dpr(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
-
     if job.processes > 1:
         # Here rather than on the ranks, which would fail with torchrun's report only.
         micro_batch = entry.get("micro_batch_size")
@@ -124,7 +124,6 @@ def train_dpr_rank(arguments: dict, device: str, ranks: Ranks) -> dict:
 
 
 def _index_dpr(model: Path, documents: Passages, index: Path, entry: Settings, job: Job) -> dict:
-
     return index_dpr(
         model,
         model_passages(documents, entry),
@@ -142,7 +141,6 @@ def _index_dpr(model: Path, documents: Passages, index: Path, entry: Settings, j
 def _search_dpr(
     model: Path, index: Path, queries: Mapping[str, str], depth: int, entry: Settings, job: Job
 ) -> Run:
-
     return search_dpr(
         model,
         index,
@@ -163,7 +161,6 @@ def _rerank_dpr(
     entry: Settings,
     job: Job,
 ) -> Run:
-
     return rerank_dpr(
         model,
         index,

@@ -1,0 +1,273 @@
+"""What each ``hybrid-ir`` subcommand does, given its parsed arguments: the package's steps on
+one's own files, outside Snakemake. :mod:`hybrid_ir.cli` builds the parser and calls these."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+from hybrid_ir import paths
+from hybrid_ir.checks import assert_all_passed
+from hybrid_ir.claims_report import print_claims
+from hybrid_ir.collections import convert, reader_options, source_problems
+from hybrid_ir.compare import RENDERERS, compare_runs
+from hybrid_ir.config import validate_config
+from hybrid_ir.config_layers import config_layers, merged_config
+from hybrid_ir.config_settings import training_plan
+from hybrid_ir.config_sources import attributed
+from hybrid_ir.crossval import crossvalidate_linear, report
+from hybrid_ir.errors import ConfigError, HybridIRError
+from hybrid_ir.evaluate import evaluate, load_qrels, resolve_measures
+from hybrid_ir.fetch import (
+    add_to_manifest,
+    entry_for_file,
+    fetch,
+    load_manifest,
+    manifest_from_sources,
+    mirror_root,
+    write_manifest,
+)
+from hybrid_ir.formats import atomic_output
+from hybrid_ir.fusion import fuse
+from hybrid_ir.hub import current_revisions, hub_references, pin_lines, write_pins
+from hybrid_ir.lucene.index import build_bm25_index
+from hybrid_ir.lucene.search import bm25_search
+from hybrid_ir.provenance import chain
+from hybrid_ir.runs import read_run, topic_sort_key, write_run
+
+
+def manifest_from_sources_command(args: argparse.Namespace) -> None:
+    mirror = Path(args.sources).resolve().parent
+    entries = manifest_from_sources(args.sources, mirror)
+    write_manifest(entries, args.output)
+    print(f"{len(entries)} files written to {args.output}")
+
+
+def manifest_add_command(args: argparse.Namespace) -> None:
+
+    # An explicit --mirror wins over $HYBRID_IR_MIRROR, which only replaces the config's.
+    mirror = Path(args.mirror) if args.mirror else mirror_root(None)
+    if mirror is None:
+        raise HybridIRError("no mirror: pass --mirror or set $HYBRID_IR_MIRROR")
+    entries = [entry_for_file(file, mirror, args.url or "") for file in args.files]
+    changed = add_to_manifest(args.manifest, entries)
+    for entry in entries:
+        state = "written" if entry.path in changed else "unchanged"
+        print(f"{entry.path}\t{entry.size} bytes\tsha256 {entry.sha256}\t{state}")
+
+
+def config_command(args: argparse.Namespace) -> None:
+    import yaml
+
+    layers = config_layers([args.base, *args.configfile], {})
+    config = merged_config(layers)
+    schema = Path(args.base).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
+    try:
+        validate_config(config, schema, require_pins=False)  # the plan does not need the hub
+    except ConfigError as error:
+        raise attributed(error, layers) from None
+    print(yaml.safe_dump({"training": training_plan(config)}, sort_keys=False), end="")
+
+
+def hub_pin_command(args: argparse.Namespace) -> None:
+    config = merged_config(config_layers([args.base, *args.configfile], {}))
+    schema = Path(args.base).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
+    validate_config(config, schema, require_pins=False)
+    pinned = config["hub_models"]
+    missing = [model for model in hub_references(config) if model not in pinned]
+    revisions = current_revisions(missing)
+    if args.write:
+        write_pins(Path(args.write), revisions)
+        for model, revision in revisions.items():
+            print(f"{args.write}: pinned {model} at {revision}")
+    else:
+        print("\n".join(pin_lines(revisions)))
+
+
+def fetch_command(args: argparse.Namespace) -> None:
+    manifest = load_manifest(args.manifest)
+    for path in args.paths:
+        if path not in manifest:
+            raise HybridIRError(f"{path} is not in the manifest {args.manifest}")
+        destination = Path(args.output_dir) / path if args.output_dir else Path(paths.raw(path))
+        mirror = Path(args.mirror) if args.mirror else mirror_root(None)
+        source = fetch(manifest[path], mirror, destination)
+        print(f"{path}: verified, from {source}")
+
+
+def convert_command(args: argparse.Namespace) -> None:
+    sources = dict(args.source)
+    roles = [role for role, _ in args.source]
+    repeated = sorted({role for role in roles if roles.count(role) > 1})
+    if repeated:
+        raise ConfigError(f"convert: --source {', '.join(repeated)} given more than once")
+    # The roles are checked as the workflow checks a configured collection's sources.
+    listed = {"reader": args.reader, "sources": sources, "topics": args.topics, "qrels": args.qrels}
+    if args.languages:
+        listed["languages"] = args.languages
+    if args.field:
+        listed["fields"] = dict(args.field)
+    errors, _ = source_problems("convert", listed)
+    if errors:
+        raise ConfigError("; ".join(errors))
+    out = Path(args.output_dir)
+    outputs = {}
+    if not args.no_corpus:
+        outputs["corpus"] = out / "corpus.jsonl"
+    outputs |= {f"topics_{s}": out / "topics" / f"{s}.jsonl" for s in args.topics}
+    outputs |= {f"qrels_{s}": out / "qrels" / f"{s}.qrels" for s in args.qrels}
+    outputs |= {f"table_{s}": out / "tables" / f"{s}.tsv" for s in args.tables}
+    options = reader_options(args.reader, listed)
+    unused = sorted({"languages", "fields"} & set(listed) - set(options))
+    if unused:
+        raise ConfigError(f"convert: reader {args.reader!r} takes no {', '.join(unused)}")
+    for name, count in convert(args.reader, sources, outputs, options=options).items():
+        print(f"{name}: {count}")
+
+
+def index_command(args: argparse.Namespace) -> None:
+    stats = build_bm25_index(args.corpus, args.index, args.layout, threads=args.threads)
+    print(json.dumps(stats, sort_keys=True))
+
+
+def search_command(args: argparse.Namespace) -> None:
+    lines = bm25_search(
+        args.index, args.topics, args.output, layout=args.layout, k1=args.k1, b=args.b,
+        depth=args.depth, remove_query=args.remove_query, query_fields=args.query_fields,
+        tag=args.tag, threads=args.threads,
+    )  # fmt: skip
+    print(f"{lines} lines written to {args.output}")
+
+
+# ir_measures measures whose per-topic values are counts (NumRelRet is NumRet with rel=).
+_COUNT_MEASURES = ("NumQ", "NumRel", "NumRet")
+
+
+def _count_columns(measures: list[str]) -> set[str]:
+    """Columns whose values are counts: totals such as Rel_Ret, and ir_measures' Num*."""
+
+    return {
+        column.name
+        for column in resolve_measures(measures)
+        if column.total or (column.measure is not None and column.measure.NAME in _COUNT_MEASURES)
+    }
+
+
+def evaluate_command(args: argparse.Namespace) -> None:
+    counts = _count_columns(args.measures)
+
+    def counted(values: dict[str, float | None]) -> dict[str, float | int | None]:
+        # A count prints as 1000, not 1000.0000; a mean of counts keeps its fraction.
+        return {
+            column: int(value)
+            if column in counts and value is not None and float(value).is_integer()
+            else value
+            for column, value in values.items()
+        }
+
+    qrels = load_qrels(args.qrels)
+    rows = []
+    for path in args.run:
+        run = read_run(path, run_format=args.run_format, duplicates=args.duplicates)
+        names = (args.qrels, path)
+        evaluation = evaluate(qrels, run, args.measures, names, args.allow_disjoint)
+        rows.append({"run": path, "topic": "all", **counted(dict(evaluation.aggregate))})
+        if args.per_query:
+            topics = {topic for scores in evaluation.per_query.values() for topic in scores}
+            for topic in sorted(topics, key=topic_sort_key):
+                values = {
+                    column: scores.get(topic) for column, scores in evaluation.per_query.items()
+                }
+                rows.append({"run": path, "topic": topic, **counted(values)})
+    _print_rows(rows, args.format)
+
+
+def compare_command(args: argparse.Namespace) -> None:
+    def load(path: str) -> tuple[str, dict]:
+        return path, read_run(path, run_format=args.run_format, duplicates=args.duplicates)
+
+    table = compare_runs(
+        (args.qrels, load_qrels(args.qrels)), load(args.baseline),
+        [load(path) for path in args.runs], args.measures, args.permutations, args.seed, args.holm,
+    )  # fmt: skip
+    print(RENDERERS[args.format](table), end="")
+
+
+def _print_rows(rows: list[dict], style: str) -> None:
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    if style == "json":
+        print(json.dumps(rows, indent=1))
+        return
+    if style == "csv":
+        writer = csv.DictWriter(sys.stdout, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return
+
+    def cell(value: object) -> str:
+        if value is None:
+            return "–"
+        return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print("| " + " | ".join(cell(row.get(column)) for column in columns) + " |")
+
+
+def crossval_command(args: argparse.Namespace) -> None:
+    dense = read_run(args.dense, run_format=args.run_format, duplicates=args.duplicates)
+    base = read_run(args.base, run_format=args.run_format, duplicates=args.duplicates)
+    results = crossvalidate_linear(
+        dense, base, load_qrels(args.qrels), args.measures, alphas=args.alphas,
+        k_folds=args.folds, seed=args.seed, mode="legacy" if args.legacy else "default",
+        k=args.depth,
+    )  # fmt: skip
+    summary = report(results)
+    if args.output:
+        with atomic_output(args.output) as out:
+            json.dump(summary, out, indent=1, sort_keys=True)
+    rows = [
+        {
+            "metric": column,
+            "cross-validated": result["mean_test_score"],
+            "alpha per fold": " ".join(str(fold["param"]) for fold in result["folds"]),
+        }
+        for column, result in summary["columns"].items()
+    ]
+    _print_rows(rows, "md")
+
+
+def fuse_command(args: argparse.Namespace) -> None:
+    params = {"k": args.depth}
+    for name, value in (
+        ("alpha", args.alpha),
+        ("rrf_k", args.k),
+        ("eta", args.eta),
+        ("lam", args.lam),
+    ):
+        if value is not None:
+            params[name] = value
+    runs = [
+        read_run(path, run_format=args.run_format, duplicates=args.duplicates) for path in args.runs
+    ]
+    fused = fuse(args.method, runs, **params)
+    output = args.output or f"{args.method}.trec"
+    lines = write_run(fused, output, tag=args.tag or args.method, k=args.depth)
+    print(f"{lines} lines written to {output}")
+
+
+def check_command(args: argparse.Namespace) -> None:
+    print(f"all {assert_all_passed(args.summary)} checks passed")
+
+
+def claims_command(args: argparse.Namespace) -> None:
+    print(print_claims(args.results, args.format), end="")
+
+
+def provenance_command(args: argparse.Namespace) -> None:
+    for line in chain(args.result):
+        print(line)
