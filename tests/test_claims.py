@@ -19,8 +19,6 @@ from hybrid_ir.claims import (
     NOT_HERE,
     SUPPORTED,
     check_claims,
-    delta_ri,
-    effect_ratio,
     judge,
     load_claims,
     paired_effect,
@@ -28,6 +26,7 @@ from hybrid_ir.claims import (
 )
 from hybrid_ir.cli import main
 from hybrid_ir.errors import ConfigError
+from hybrid_ir.reproducibility import delta_ri, effect_ratio
 
 REPO = Path(__file__).resolve().parents[1]
 TABLE = {
@@ -256,7 +255,7 @@ def test_files_are_written_whole_and_the_cli_prints_them(tmp_path, capsys):
 
 
 def test_rmse_kendall_tau_and_rbo_follow_their_definitions():
-    from hybrid_ir.rank_agreement import kendall_tau_union, rank_biased_overlap, rmse
+    from hybrid_ir.reproducibility import kendall_tau_union, rank_biased_overlap, rmse
 
     assert rmse({"a": 0.5, "b": 0.2, "c": 9}, {"a": 0.2, "b": 0.6}) == pytest.approx(
         math.sqrt((0.3**2 + 0.4**2) / 2)
@@ -319,7 +318,7 @@ def test_rmse_does_not_depend_on_the_process_string_hashing():
     import sys
 
     program = (
-        "import random; from hybrid_ir.rank_agreement import rmse; r = random.Random(3); "
+        "import random; from hybrid_ir.reproducibility import rmse; r = random.Random(3); "
         "a = {f't{i}': r.random() for i in range(500)}; b = {t: r.random() for t in a}; "
         "print(repr(rmse(a, b)))"
     )

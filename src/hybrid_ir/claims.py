@@ -42,7 +42,14 @@ import numpy as np
 from hybrid_ir.claims_report import render_markdown
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.formats import atomic_output
-from hybrid_ir.rank_agreement import RBO_PERSISTENCE, kendall_tau_union, rank_biased_overlap, rmse
+from hybrid_ir.reproducibility import (
+    RBO_PERSISTENCE,
+    delta_ri,
+    effect_ratio,
+    kendall_tau_union,
+    rank_biased_overlap,
+    rmse,
+)
 from hybrid_ir.runs import read_run, topic_sort_key
 from hybrid_ir.stats import holm, paired_ttest, randomization_test
 from hybrid_ir.table_spec import column_key, row_sources, table_groups
@@ -423,20 +430,6 @@ def decide(effect: float, p_adjusted: float, alpha: float, direction: str) -> st
         return INCONCLUSIVE
     claimed = 1 if direction == "greater" else -1
     return SUPPORTED if math.copysign(1, effect) == claimed else CONTRADICTED
-
-
-def effect_ratio(effect: float, paper_effect: float) -> float | None:
-    """This effect over the paper's (Breuer et al. 2020's ER on means); None when the paper
-    shows no difference."""
-    return effect / paper_effect if paper_effect else None
-
-
-def delta_ri(system: float, baseline: float, paper_system: float, paper_baseline: float):
-    """This relative improvement minus the paper's (Breuer et al. 2020's ΔRI); None when a
-    baseline is 0."""
-    if not baseline or not paper_baseline:
-        return None
-    return (system - baseline) / baseline - (paper_system - paper_baseline) / paper_baseline
 
 
 def holm_adjusted(pvalues: Sequence[float], correction: str) -> list[float]:

@@ -1,6 +1,8 @@
-"""How far a reproduction's rankings are from the original's, topic by topic: the RMSE of the
-scores, Kendall's tau over the union of two top-k lists, and rank-biased overlap (Webber,
-Moffat and Zobel 2010), as the reproducibility measures of repro_eval define them."""
+"""The reproducibility measures of Breuer et al. (SIGIR 2020, the ``repro_eval`` package) this
+workflow reports: on means, the Effect Ratio and ΔRI of a claim against the paper's numbers;
+topic by topic, how far a reproduction's rankings are from the original's (the RMSE of the
+scores, Kendall's tau over the union of two top-k lists, rank-biased overlap after Webber,
+Moffat and Zobel 2010)."""
 
 from __future__ import annotations
 
@@ -64,3 +66,17 @@ def rank_biased_overlap(
             seen_reproduced.add(right)
         total += overlap / d * persistence**d
     return overlap / depth * persistence**depth + (1 - persistence) / persistence * total
+
+
+def effect_ratio(effect: float, paper_effect: float) -> float | None:
+    """This effect over the paper's (Breuer et al. 2020's ER on means); None when the paper
+    shows no difference."""
+    return effect / paper_effect if paper_effect else None
+
+
+def delta_ri(system: float, baseline: float, paper_system: float, paper_baseline: float):
+    """This relative improvement minus the paper's (Breuer et al. 2020's ΔRI); None when a
+    baseline is 0."""
+    if not baseline or not paper_baseline:
+        return None
+    return (system - baseline) / baseline - (paper_system - paper_baseline) / paper_baseline
