@@ -101,6 +101,7 @@ def test_an_output_kind_names_a_section_rules_inputs_and_its_builder(name, schem
     assert callable(getattr(importlib.import_module(f"hybrid_ir.{module}"), function))
     assert any(_imports(script, kind.builder) for script in scripts), kind
     assert kind.inputs is None or kind.inputs in Plan.RULE_FACING
+    assert kind.outputs is None or kind.outputs in Plan.RULE_FACING
 
 
 def test_every_section_is_an_output_kind_a_run_origin_or_a_setting(schema_sections):

@@ -102,12 +102,15 @@ def output_keys(kind: str) -> tuple[str, ...]:
     return ("png", "svg", *("markdown" if ext == "md" else ext for ext in figure_kind(kind).writes))
 
 
+def kind_outputs(kind: str, name: str) -> dict[str, str]:
+    """Output name -> path of a figure of ``kind`` named ``name`` (or its rule's wildcard)."""
+    extensions = ("png", "svg", *figure_kind(kind).writes)
+    return dict(zip(output_keys(kind), (paths.figure(name, e) for e in extensions), strict=True))
+
+
 def figure_outputs(name: str, figure: Mapping[str, Any]) -> dict[str, str]:
     """Output name -> path of a configured figure."""
-    extensions = ("png", "svg", *figure_kind(figure["kind"]).writes)
-    return dict(
-        zip(output_keys(figure["kind"]), (paths.figure(name, e) for e in extensions), strict=True)
-    )
+    return kind_outputs(figure["kind"], name)
 
 
 def figure_inputs(

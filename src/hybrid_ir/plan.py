@@ -36,11 +36,15 @@ from hybrid_ir.neural.released import checkpoint_input
 from hybrid_ir.run_origins import origin_names, systems
 from hybrid_ir.table_spec import row_sources, source_key, table_groups
 
-TABLE_EXTENSIONS = ("md", "tex", "csv", "per_query.tsv", "html", "notes.html")
-"""What a paper table writes (hybrid_ir.tables, the report's page and notes)."""
-PARAMETER_TABLE_EXTENSIONS = ("md", "csv", "html", "notes.html")
-BM25_TABLE_EXTENSIONS = ("md", "csv", "html", "notes.html")
-CLAIMS_EXTENSIONS = ("json", "md", "html")
+TABLE_OUTPUTS = {
+    "markdown": "md", "latex": "tex", "csv": "csv", "per_query": "per_query.tsv",
+    "html": "html", "notes": "notes.html",
+}  # fmt: skip
+"""What a paper table writes (hybrid_ir.tables, the report's page and notes), by the output keys
+its script writes them to."""
+PAGE_TABLE_OUTPUTS = {"markdown": "md", "csv": "csv", "html": "html", "notes": "notes.html"}
+"""What a parameter table and the BM25 table write."""
+CLAIMS_OUTPUTS = {"json": "json", "markdown": "md", "html": "html"}
 
 
 def alternatives(names: Sequence[str] | Mapping[str, Any] | set[str]) -> str:
@@ -91,7 +95,8 @@ class Plan:
         "structure_query_inputs", "crossval_inputs", "sweep_inputs", "table_sources",
         "parameter_table_inputs", "figure_inputs", "figures_of_kind", "claims_inputs",
         "table_claims", "pretok_inputs", "pretok_outputs", "backbone_input", "snapshot_dirs",
-        "backbone_source", "all_targets",
+        "backbone_source", "all_targets", "table_outputs", "parameter_table_outputs",
+        "bm25_table_outputs", "claims_outputs", "crossval_outputs",
     )  # fmt: skip
     """The methods the rule files call by these names (workflow/rules/common.smk)."""
 
@@ -304,6 +309,9 @@ class Plan:
             "qrels": paths.qrels(collection, entry["qrels"]),
         }
 
+    def crossval_outputs(self, name: str) -> dict[str, str]:
+        return {"report": paths.crossval(name), "folds": paths.crossval_folds(name)}
+
     def sweep_report(self, name: str) -> str:
         sweep = self.config["sweeps"][name]
         return paths.sweep(sweep["collection"], sweep["topics"], name)
@@ -350,6 +358,18 @@ class Plan:
         for sweep in table["sweeps"]:
             sources[f"sweep_{sweep}"] = self.sweep_report(sweep)
         return sources
+
+    def table_outputs(self, name: str) -> dict[str, str]:
+        return {key: paths.result_table(name, ext) for key, ext in TABLE_OUTPUTS.items()}
+
+    def parameter_table_outputs(self, name: str) -> dict[str, str]:
+        return {key: paths.result_table(name, ext) for key, ext in PAGE_TABLE_OUTPUTS.items()}
+
+    def bm25_table_outputs(self) -> dict[str, str]:
+        return self.parameter_table_outputs("bm25")
+
+    def claims_outputs(self, paper: str) -> dict[str, str]:
+        return {key: paths.claims(paper, ext) for key, ext in CLAIMS_OUTPUTS.items()}
 
     def parameter_table_inputs(self, wildcards) -> dict[str, str]:
         """A parameter table's per-language sweep, its tuned retriever's facts, the paper's
@@ -487,23 +507,21 @@ class Plan:
 
     def table_targets(self) -> list[str]:
         return [
-            paths.result_table(name, ext)
-            for name in self.config["tables"]
-            for ext in TABLE_EXTENSIONS
+            path for name in self.config["tables"] for path in self.table_outputs(name).values()
         ]
 
     def parameter_table_targets(self) -> list[str]:
         return [
-            paths.result_table(name, ext)
+            path
             for name in self.config["parameter_tables"]
-            for ext in PARAMETER_TABLE_EXTENSIONS
+            for path in self.parameter_table_outputs(name).values()
         ]
 
     def claims_targets(self) -> list[str]:
-        return [paths.claims(paper, ext) for paper in self.claims for ext in CLAIMS_EXTENSIONS]
+        return [path for paper in self.claims for path in self.claims_outputs(paper).values()]
 
     def crossval_targets(self) -> list[str]:
-        return [paths.crossval(name) for name in self.config["crossval"]]
+        return [self.crossval_outputs(name)["report"] for name in self.config["crossval"]]
 
     def sweep_targets(self) -> list[str]:
         return [self.sweep_report(name) for name in self.config["sweeps"]]
@@ -518,7 +536,7 @@ class Plan:
     def bm25_table_targets(self) -> list[str]:
         if not self.config["bm25"]["experiments"]:
             return []
-        return [paths.result_table("bm25", ext) for ext in BM25_TABLE_EXTENSIONS]
+        return list(self.bm25_table_outputs().values())
 
     def check_targets(self) -> list[str]:
         return [paths.checks("passed")] if self.expected else []
@@ -543,26 +561,31 @@ class OutputKind:
     """What ``rule all`` asks of this kind, from the configuration."""
     inputs: str | None = None
     """The :class:`Plan` method giving one output's inputs, where the rule asks the plan."""
+    outputs: str | None = None
+    """The :class:`Plan` method giving the files one output writes, by the keys its script
+    writes them to: its rule's outputs (for the name's wildcard) and its targets both."""
 
 
 OUTPUT_KINDS: dict[str, OutputKind] = {
     "collection": OutputKind(
         "collections", ("convert_{name}",), "collections.convert", Plan.collection_targets,
-        "sources_of",
+        "sources_of", "converted_outputs",
     ),
     "table": OutputKind(
         "tables", ("paper_table",), "tables.score_rows", Plan.table_targets, "table_sources",
+        "table_outputs",
     ),
     "parameter_table": OutputKind(
         "parameter_tables", ("parameter_table",), "parameter_tables.parameter_rows",
-        Plan.parameter_table_targets, "parameter_table_inputs",
+        Plan.parameter_table_targets, "parameter_table_inputs", "parameter_table_outputs",
     ),
     "claims": OutputKind(
         "claims", ("claims",), "claims.judge_files", Plan.claims_targets, "claims_inputs",
+        "claims_outputs",
     ),
     "crossval": OutputKind(
         "crossval", ("crossvalidate",), "crossval.crossvalidate_linear", Plan.crossval_targets,
-        "crossval_inputs",
+        "crossval_inputs", "crossval_outputs",
     ),
     "sweep": OutputKind(
         "sweeps", ("sweep",), "sweeps.sweep", Plan.sweep_targets, "sweep_inputs",
@@ -579,7 +602,8 @@ OUTPUT_KINDS: dict[str, OutputKind] = {
         "approach0.search", Plan.structure_targets, "structure_query_inputs",
     ),
     "bm25_table": OutputKind(
-        "bm25", ("bm25_table",), "bm25_table.bm25_rows", Plan.bm25_table_targets,
+        "bm25", ("bm25_table",), "bm25_table.bm25_rows", Plan.bm25_table_targets, None,
+        "bm25_table_outputs",
     ),
     "checks": OutputKind(
         "expected", ("check_scores",), "checks.run_checks", Plan.check_targets,

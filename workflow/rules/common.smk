@@ -20,13 +20,13 @@ from hybrid_ir.config_settings import (
     snapshot_model,
 )
 from hybrid_ir.errors import HybridIRError, printable
-from hybrid_ir.figure_kinds import FIGURE_KINDS, output_keys
+from hybrid_ir.figure_kinds import FIGURE_KINDS, kind_outputs
 from hybrid_ir.hub import cache_dir as hub_cache_dir
 from hybrid_ir.lucene.index import LAYOUTS
 from hybrid_ir.neural.encoders import ENCODERS
 from hybrid_ir.neural.released import MathModels, checkpoint_input
 from hybrid_ir.plan import alternatives, load_plan
-from hybrid_ir.report import BEYOND, paper_category
+from hybrid_ir.report import paper_category
 from hybrid_ir.report import category as report_category
 
 
@@ -112,18 +112,17 @@ rule_threads = functools.partial(resolved_threads, config)
 rule_resources = functools.partial(resolved_resources, config)
 
 
-def figure_rule_outputs(kind):
-    """A figure kind's rule outputs; the PNG goes to the report, filed under its paper."""
-    extensions = ("png", "svg", *FIGURE_KINDS[kind].writes)
-    outputs = {
-        key: paths.figure("{figure}", ext)
-        for key, ext in zip(output_keys(kind), extensions)
-    }
-    outputs["png"] = report(
-        outputs["png"],
-        caption="../report/figure.rst",
-        category=lambda w: report_category(w.figure),
-        labels=lambda w: {"name": w.figure},
+def with_report(outputs, caption, name, key="html"):
+    """A rule's outputs with one of them (a table's HTML page, a figure's PNG) in the report,
+    filed under the paper its ``name`` (of the wildcards) starts with and labelled by the name
+    alone: Snakemake's report turns a second label with two values into a toggle, which blanks
+    a two-result category; the title is in the caption and on the page."""
+    outputs = dict(outputs)
+    outputs[key] = report(
+        outputs[key],
+        caption=caption,
+        category=lambda w: report_category(name(w)),
+        labels=lambda w: {"name": name(w)},
     )
     return outputs
 

@@ -25,8 +25,7 @@ rule crossvalidate:
     input:
         unpack(crossval_inputs),
     output:
-        report=paths.crossval("{crossval}"),
-        folds=paths.crossval_folds("{crossval}"),
+        **crossval_outputs("{crossval}"),
     log:
         paths.log("crossval", "{crossval}"),
     benchmark:

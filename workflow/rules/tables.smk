@@ -3,15 +3,7 @@ rule bm25_table:
         evaluations=[e for name in BM25["experiments"] for e in bm25_evaluations(name)],
         expected=config["expected"],
     output:
-        markdown=paths.result_table("bm25", "md"),
-        csv=paths.result_table("bm25", "csv"),
-        html=report(
-            paths.result_table("bm25", "html"),
-            caption="../report/bm25.rst",
-            category=BEYOND,
-            labels={"name": "bm25"},
-        ),
-        notes=paths.result_table("bm25", "notes.html"),
+        **with_report(bm25_table_outputs(), "../report/bm25.rst", lambda w: "bm25"),
     log:
         paths.log("tables", "bm25"),
     conda:
@@ -70,19 +62,9 @@ rule paper_table:
     input:
         unpack(lambda w: table_sources(w.table)),
     output:
-        markdown=paths.result_table("{table}", "md"),
-        latex=paths.result_table("{table}", "tex"),
-        csv=paths.result_table("{table}", "csv"),
-        per_query=paths.result_table("{table}", "per_query.tsv"),
-        # Name alone: Snakemake's report turns a second label with two values into a toggle,
-        # which blanks a two-result category; the title is in the caption and on the page.
-        html=report(
-            paths.result_table("{table}", "html"),
-            caption="../report/table.rst",
-            category=lambda w: report_category(w.table),
-            labels=lambda w: {"name": w.table},
+        **with_report(
+            table_outputs("{table}"), "../report/table.rst", lambda w: w.table
         ),
-        notes=paths.result_table("{table}", "notes.html"),
     log:
         paths.log("tables", "{table}"),
     conda:
@@ -103,15 +85,11 @@ rule parameter_table:
     input:
         unpack(parameter_table_inputs),
     output:
-        markdown=paths.result_table("{parameter_table}", "md"),
-        csv=paths.result_table("{parameter_table}", "csv"),
-        html=report(
-            paths.result_table("{parameter_table}", "html"),
-            caption="../report/table.rst",
-            category=lambda w: report_category(w.parameter_table),
-            labels=lambda w: {"name": w.parameter_table},
+        **with_report(
+            parameter_table_outputs("{parameter_table}"),
+            "../report/table.rst",
+            lambda w: w.parameter_table,
         ),
-        notes=paths.result_table("{parameter_table}", "notes.html"),
     log:
         paths.log("tables", "{parameter_table}"),
     wildcard_constraints:
@@ -138,7 +116,12 @@ for _kind, _entry in FIGURE_KINDS.items():
         input:
             unpack(figure_inputs),
         output:
-            **figure_rule_outputs(_kind),
+            **with_report(
+                kind_outputs(_kind, "{figure}"),
+                "../report/figure.rst",
+                lambda w: w.figure,
+                "png",
+            ),
         log:
             paths.log("figures", "{figure}"),
         benchmark:
@@ -166,13 +149,10 @@ rule claims:
     input:
         unpack(lambda w: claims_inputs(w.paper)),
     output:
-        json=paths.claims("{paper}", "json"),
-        markdown=paths.claims("{paper}", "md"),
-        html=report(
-            paths.claims("{paper}", "html"),
-            caption="../report/claims.rst",
-            category=lambda w: paper_category(w.paper),
-            labels=lambda w: {"name": f"paper{w.paper}-claims"},
+        **with_report(
+            claims_outputs("{paper}"),
+            "../report/claims.rst",
+            lambda w: f"paper{w.paper}-claims",
         ),
     log:
         paths.log("claims", "paper{paper}"),
