@@ -468,7 +468,7 @@ def arqmath_sentences_per_answer(path: Path) -> float | None:
     if not path.is_file():
         return None
     from hybrid_ir.formats import read_records
-    from hybrid_ir.neural.pretrain import sentences
+    from hybrid_ir.neural.pretrain_data import sentences
 
     seen: set[str] = set()
     count = answers = 0

@@ -108,7 +108,7 @@ def _settings(pairs: str, batch_size: int, max_length: int):
 
 
 def stage_build(corpus: Path, data: Path, pairs: str, batch_size: int, max_length: int) -> dict:
-    from hybrid_ir.neural.pretrain import TrainingData, corpus_data
+    from hybrid_ir.neural.pretrain_data import TrainingData, corpus_data
 
     settings = _settings(pairs, batch_size, max_length)
     base = peak_mb()
@@ -132,7 +132,8 @@ def stage_draw(data: Path, pairs: str, batches: int, batch_size: int, max_length
     import torch
 
     from hybrid_ir.neural.models import backbone_path, load_tokenizer
-    from hybrid_ir.neural.pretrain import TrainingData, _Batches, _Order
+    from hybrid_ir.neural.pretrain import _Batches, _Order
+    from hybrid_ir.neural.pretrain_data import TrainingData
 
     torch.set_num_threads(1)
     settings = _settings(pairs, batch_size, max_length)
@@ -165,7 +166,7 @@ def stage_in_memory(corpus: Path) -> dict:
     import numpy as np
 
     from hybrid_ir.formats import read_records
-    from hybrid_ir.neural.pretrain import sentences
+    from hybrid_ir.neural.pretrain_data import sentences
 
     @dataclass(frozen=True)
     class Pair:

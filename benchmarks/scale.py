@@ -431,7 +431,8 @@ def stage_dense_encode(workdir: Path, answers: int) -> dict:
 
     from hybrid_ir.formats import read_records
     from hybrid_ir.neural.dense import SentenceEncoder
-    from hybrid_ir.neural.models import Encoder, set_threads
+    from hybrid_ir.neural.devices import set_threads
+    from hybrid_ir.neural.models import Encoder
 
     set_threads(TORCH_THREADS)
     records = itertools.islice(read_records(workdir / "corpus.jsonl"), DENSE_SAMPLE)
