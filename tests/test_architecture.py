@@ -96,7 +96,7 @@ def test_where_to_add_a_figure_kind_names_its_registry():
     ("row", "registry", "entry"),
     [
         ("| a run origin ", "hybrid_ir.run_origins.RUN_ORIGINS", "RunOrigin"),
-        ("| a kind of output ", "hybrid_ir.plan.OUTPUT_KINDS", "OutputKind"),
+        ("| a kind of output ", "hybrid_ir.output_kinds.OUTPUT_KINDS", "OutputKind"),
     ],
 )
 def test_where_to_add_an_origin_or_output_kind_names_its_registry(row, registry, entry):

@@ -18,12 +18,11 @@ from hybrid_ir.claims import (
     INCONCLUSIVE,
     NOT_HERE,
     SUPPORTED,
-    check_claims,
     judge,
-    load_claims,
     paired_effect,
     write_verdicts,
 )
+from hybrid_ir.claims_file import check_claims, claims_by_paper, load_claims
 from hybrid_ir.cli import main
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.reproducibility import delta_ri, effect_ratio
@@ -214,7 +213,7 @@ def test_the_configured_claims_name_rows_and_columns_the_default_tables_have():
     validate_config(
         config, REPO / "workflow" / "schemas" / "config.schema.yaml", require_pins=False
     )
-    papers = claims_module.claims_by_paper(config["claims"], config["tables"])
+    papers = claims_by_paper(config["claims"], config["tables"])
     assert sorted(papers) == ["000", "001", "002", "003", "004"]
     assert all(claim.table in config["tables"] or claim.configuration
                for paper in papers.values() for claim in paper.claims)  # fmt: skip
@@ -279,7 +278,8 @@ def test_rmse_kendall_tau_and_rbo_follow_their_definitions():
 
 
 def test_a_reproduction_compares_two_run_files_and_is_refused_without_them(tmp_path):
-    from hybrid_ir.claims import compare_reproduction, reproduction_runs
+    from hybrid_ir.claims import compare_reproduction
+    from hybrid_ir.claims_file import reproduction_runs
 
     reproduction = {"id": "r", "what": "A again.", "where": "Table 9", "table": "t",
                     "column": "nDCG@10", "original": "A", "reproduced": "B",

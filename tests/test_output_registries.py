@@ -1,5 +1,5 @@
-"""The registries of what the workflow makes: run origins (hybrid_ir.run_origins) and the kinds of
-output ``rule all`` asks for (hybrid_ir.plan.OUTPUT_KINDS). Each entry is checked against the
+"""The registries of what the workflow makes: run origins (hybrid_ir.run_origins) and the kinds
+of output ``rule all`` asks for (hybrid_ir.output_kinds). Each entry is checked against the
 schema, the rule files and the scripts, so that an entry cannot name a section, rule or function
 that does not exist; a new origin is one entry, and an error a job finds names the file that sets
 the offending key."""
@@ -21,7 +21,8 @@ from hybrid_ir.config import validate_config
 from hybrid_ir.config_sources import write_layers
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.logged import run_step
-from hybrid_ir.plan import OUTPUT_KINDS, Plan
+from hybrid_ir.output_kinds import OUTPUT_KINDS
+from hybrid_ir.plan import Plan
 from hybrid_ir.run_origins import RUN_ORIGINS, RunOrigin, origin_names, systems
 
 REPO = Path(__file__).resolve().parents[1]
@@ -102,6 +103,7 @@ def test_an_output_kind_names_a_section_rules_inputs_and_its_builder(name, schem
     assert any(_imports(script, kind.builder) for script in scripts), kind
     assert kind.inputs is None or kind.inputs in Plan.RULE_FACING
     assert kind.outputs is None or kind.outputs in Plan.RULE_FACING
+    assert callable(getattr(Plan, kind.targets))
 
 
 def test_every_section_is_an_output_kind_a_run_origin_or_a_setting(schema_sections):

@@ -14,13 +14,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hybrid_ir import paths
 from hybrid_ir.checks import checks_from_expected, evaluation_pairs, load_expected
-from hybrid_ir.claims import PaperClaims, claims_by_paper, reproduction_runs
+from hybrid_ir.claims_file import PaperClaims, claims_by_paper, reproduction_runs
 from hybrid_ir.config import validate_config
 from hybrid_ir.config_checks import config_warnings
 from hybrid_ir.config_layers import config_layers, resolve_overrides
@@ -33,6 +32,7 @@ from hybrid_ir.figure_kinds import figure_inputs, figure_outputs
 from hybrid_ir.hub import DENSE_MODEL_KEYS, hub_references, local_checkpoint, use_model_cache
 from hybrid_ir.neural.encoders import ENCODERS
 from hybrid_ir.neural.released import checkpoint_input
+from hybrid_ir.output_kinds import OUTPUT_KINDS
 from hybrid_ir.run_origins import origin_names, systems
 from hybrid_ir.table_spec import row_sources, source_key, table_groups
 
@@ -542,73 +542,8 @@ class Plan:
         return [paths.checks("passed")] if self.expected else []
 
     def all_targets(self) -> list[str]:
-        """What ``rule all`` asks: every registered kind's targets (:data:`OUTPUT_KINDS`)."""
-        return [target for kind in OUTPUT_KINDS.values() for target in kind.targets(self)]
-
-
-@dataclass(frozen=True)
-class OutputKind:
-    """One kind of output the configuration names and ``rule all`` asks for."""
-
-    section: str
-    """The configuration section that names these outputs (a property of the schema)."""
-    rules: tuple[str, ...]
-    """The rules that write them; ``{name}`` stands for a name of the section where one rule
-    is generated per name, ``{kind}`` for a figure kind (:data:`FIGURE_KINDS`)."""
-    builder: str
-    """``module.function`` of the package that builds one (what the last rule's script calls)."""
-    targets: Callable[[Plan], list[str]]
-    """What ``rule all`` asks of this kind, from the configuration."""
-    inputs: str | None = None
-    """The :class:`Plan` method giving one output's inputs, where the rule asks the plan."""
-    outputs: str | None = None
-    """The :class:`Plan` method giving the files one output writes, by the keys its script
-    writes them to: its rule's outputs (for the name's wildcard) and its targets both."""
-
-
-OUTPUT_KINDS: dict[str, OutputKind] = {
-    "collection": OutputKind(
-        "collections", ("convert_{name}",), "collections.convert", Plan.collection_targets,
-        "sources_of", "converted_outputs",
-    ),
-    "table": OutputKind(
-        "tables", ("paper_table",), "tables.score_rows", Plan.table_targets, "table_sources",
-        "table_outputs",
-    ),
-    "parameter_table": OutputKind(
-        "parameter_tables", ("parameter_table",), "parameter_tables.parameter_rows",
-        Plan.parameter_table_targets, "parameter_table_inputs", "parameter_table_outputs",
-    ),
-    "claims": OutputKind(
-        "claims", ("claims",), "claims.judge_files", Plan.claims_targets, "claims_inputs",
-        "claims_outputs",
-    ),
-    "crossval": OutputKind(
-        "crossval", ("crossvalidate",), "crossval.crossvalidate_linear", Plan.crossval_targets,
-        "crossval_inputs", "crossval_outputs",
-    ),
-    "sweep": OutputKind(
-        "sweeps", ("sweep",), "sweeps.sweep", Plan.sweep_targets, "sweep_inputs",
-    ),
-    "figure": OutputKind(
-        "figures", ("figure_{kind}",), "figures.draw", Plan.figure_targets, "figure_inputs",
-    ),
-    "math_models": OutputKind(
-        "math_models", ("pretrain", "finetune", "encoder_index", "encoder_search"),
-        "neural.encoders.encoder", Plan.math_targets,
-    ),
-    "structure": OutputKind(
-        "structure", ("structure_index", "structure_search", "structure_queries"),
-        "approach0.search", Plan.structure_targets, "structure_query_inputs",
-    ),
-    "bm25_table": OutputKind(
-        "bm25", ("bm25_table",), "bm25_table.bm25_rows", Plan.bm25_table_targets, None,
-        "bm25_table_outputs",
-    ),
-    "checks": OutputKind(
-        "expected", ("check_scores",), "checks.run_checks", Plan.check_targets,
-    ),
-}  # fmt: skip
-"""Every kind of output ``rule all`` asks for, in the order it lists them. Runs are asked for
-by what reads them (a table, a sweep, a fusion), each from its origin in
-:data:`hybrid_ir.run_origins.RUN_ORIGINS`."""
+        """What ``rule all`` asks: every registered kind's targets
+        (:data:`hybrid_ir.output_kinds.OUTPUT_KINDS`)."""
+        return [
+            target for kind in OUTPUT_KINDS.values() for target in getattr(self, kind.targets)()
+        ]
