@@ -91,6 +91,7 @@ def test_a_run_origin_names_a_section_rules_and_the_function_its_script_calls(
     module, _, function = origin.builder.rpartition(".")
     assert callable(getattr(importlib.import_module(f"hybrid_ir.{module}"), function))
     assert any(_imports(_script_of(rule), origin.builder) for rule in origin.rules), origin
+    assert {origin.inputs, origin.params} - {None} <= set(Plan.RULE_FACING)
 
 
 @pytest.mark.parametrize("name", OUTPUT_KINDS)
@@ -101,8 +102,7 @@ def test_an_output_kind_names_a_section_rules_inputs_and_its_builder(name, schem
     module, _, function = kind.builder.rpartition(".")
     assert callable(getattr(importlib.import_module(f"hybrid_ir.{module}"), function))
     assert any(_imports(script, kind.builder) for script in scripts), kind
-    assert kind.inputs is None or kind.inputs in Plan.RULE_FACING
-    assert kind.outputs is None or kind.outputs in Plan.RULE_FACING
+    assert {kind.inputs, kind.outputs, kind.params} - {None} <= set(Plan.RULE_FACING)
     assert callable(getattr(Plan, kind.targets))
 
 

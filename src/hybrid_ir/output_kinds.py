@@ -28,6 +28,9 @@ class OutputKind:
     outputs: str | None = None
     """The plan's method giving the files one output writes, by the keys its script writes them
     to: its rule's outputs (for the name's wildcard) and its targets both."""
+    params: str | None = None
+    """The plan's method giving what its rule's script reads besides files (its params, but for
+    the code version)."""
 
 
 OUTPUT_KINDS: dict[str, OutputKind] = {
@@ -37,11 +40,12 @@ OUTPUT_KINDS: dict[str, OutputKind] = {
     ),
     "table": OutputKind(
         "tables", ("paper_table",), "tables.score_rows", "table_targets", "table_sources",
-        "table_outputs",
+        "table_outputs", "table_params",
     ),
     "parameter_table": OutputKind(
         "parameter_tables", ("parameter_table",), "parameter_tables.parameter_rows",
         "parameter_table_targets", "parameter_table_inputs", "parameter_table_outputs",
+        "parameter_table_params",
     ),
     "claims": OutputKind(
         "claims", ("claims",), "claims.judge_files", "claims_targets", "claims_inputs",
@@ -49,10 +53,11 @@ OUTPUT_KINDS: dict[str, OutputKind] = {
     ),
     "crossval": OutputKind(
         "crossval", ("crossvalidate",), "crossval.crossvalidate_linear", "crossval_targets",
-        "crossval_inputs", "crossval_outputs",
+        "crossval_inputs", "crossval_outputs", "crossval_params",
     ),
     "sweep": OutputKind(
-        "sweeps", ("sweep",), "sweeps.sweep", "sweep_targets", "sweep_inputs",
+        "sweeps", ("sweep",), "sweeps.sweep", "sweep_targets", "sweep_inputs", None,
+        "sweep_params",
     ),
     "figure": OutputKind(
         "figures", ("figure_{kind}",), "figures.draw", "figure_targets", "figure_inputs",
@@ -67,7 +72,7 @@ OUTPUT_KINDS: dict[str, OutputKind] = {
     ),
     "bm25_table": OutputKind(
         "bm25", ("bm25_table",), "bm25_table.bm25_rows", "bm25_table_targets", None,
-        "bm25_table_outputs",
+        "bm25_table_outputs", "bm25_table_params",
     ),
     "checks": OutputKind(
         "expected", ("check_scores",), "checks.run_checks", "check_targets",

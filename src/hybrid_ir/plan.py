@@ -33,6 +33,7 @@ from hybrid_ir.hub import DENSE_MODEL_KEYS, hub_references, local_checkpoint, us
 from hybrid_ir.neural.encoders import ENCODERS
 from hybrid_ir.neural.released import checkpoint_input
 from hybrid_ir.output_kinds import OUTPUT_KINDS
+from hybrid_ir.rule_params import RuleParams
 from hybrid_ir.run_origins import origin_names, systems
 from hybrid_ir.table_spec import row_sources, source_key, table_groups
 
@@ -85,7 +86,7 @@ def load_plan(
     return plan, hub_models
 
 
-class Plan:
+class Plan(RuleParams):
     """The rule-facing view of one validated configuration."""
 
     RULE_FACING = (
@@ -96,7 +97,9 @@ class Plan:
         "parameter_table_inputs", "figure_inputs", "figures_of_kind", "claims_inputs",
         "table_claims", "pretok_inputs", "pretok_outputs", "backbone_input", "snapshot_dirs",
         "backbone_source", "all_targets", "table_outputs", "parameter_table_outputs",
-        "bm25_table_outputs", "claims_outputs", "crossval_outputs",
+        "bm25_table_outputs", "claims_outputs", "crossval_outputs", "bm25_search_params",
+        "retriever_params", "import_params", "fusion_params", "crossval_params", "sweep_params",
+        "table_params", "parameter_table_params", "bm25_table_params",
     )  # fmt: skip
     """The methods the rule files call by these names (workflow/rules/common.smk)."""
 
@@ -406,15 +409,6 @@ class Plan:
             for role, (collection, topics, run) in runs.items():
                 inputs[f"{role}_{reproduction.id}"] = paths.run(collection, topics, run)
         return inputs
-
-    def table_claims(self, name: str) -> dict[str, list[str]]:
-        """The claims tested on a table, as ``paper -> [claim ids]``, for its notes."""
-        found = {}
-        for paper, claims in self.claims.items():
-            ids = [claim.id for claim in claims.claims if claim.table == name]
-            if ids:
-                found[paper] = ids
-        return found
 
     # --- the math models ---------------------------------------------------------------------
 

@@ -36,6 +36,11 @@ class RunOrigin:
     """``module.function`` of the package that builds one run (what the rules' script calls)."""
     names: Callable[[Mapping, str, str], Iterable[str]]
     """The run names for one collection's topic set: ``names(config, collection, topics)``."""
+    inputs: str | None = None
+    """The plan's method (:class:`hybrid_ir.plan.Plan`) giving a run's inputs, where its rule
+    asks the plan."""
+    params: str | None = None
+    """The plan's method giving what its rule's script reads besides files."""
 
 
 def _bm25(config: Mapping, collection: str, topics: str) -> list[str]:
@@ -94,16 +99,17 @@ def _sweeps(config: Mapping, collection: str, topics: str) -> list[str]:
 RUN_ORIGINS: dict[str, RunOrigin] = {
     "bm25": RunOrigin(
         "bm25", "bm25.experiments.{collection}", ("bm25_search",),
-        "lucene.search.bm25_search", _bm25,
+        "lucene.search.bm25_search", _bm25, params="bm25_search_params",
     ),
     "retriever": RunOrigin(
         "retrievers", "retrievers.{collection}.{name}", ("retrieve",),
         "retrieval.retrieve", _per_collection("retrievers"),
+        inputs="retriever_inputs", params="retriever_params",
     ),
     "structure": RunOrigin(
         "structure", "structure.{collection}.{name}",
         ("structure_search", "structure_shard_search", "structure_merge"),
-        "approach0.search", _per_collection("structure"),
+        "approach0.search", _per_collection("structure"), inputs="structure_query_inputs",
     ),
     "encoder": RunOrigin(
         "math_models", "math_models", ("encoder_search",),
@@ -119,14 +125,15 @@ RUN_ORIGINS: dict[str, RunOrigin] = {
     ),
     "sweep": RunOrigin(
         "sweeps", "sweeps.{name}", ("sweep",), "sweeps.sweep", _sweeps,
+        inputs="sweep_inputs", params="sweep_params",
     ),
     "imported": RunOrigin(
         "external_runs", "external_runs.{collection}.{topics}.{name}", ("import_run",),
-        "runs.read_run", _per_topics("external_runs"),
+        "runs.read_run", _per_topics("external_runs"), params="import_params",
     ),
     "fused": RunOrigin(
         "fusions", "fusions.{collection}.{topics}.{name}", ("fuse_runs",),
-        "fusion.fuse", _per_topics("fusions"),
+        "fusion.fuse", _per_topics("fusions"), inputs="fusion_inputs", params="fusion_params",
     ),
 }  # fmt: skip
 """Every origin of a run, in the order their names are claimed."""

@@ -60,11 +60,9 @@ for _warning in PLAN.warnings():
 EXPECTED, CLAIMS = PLAN.expected, PLAN.claims
 COLLECTIONS = config["collections"]
 BM25 = config["bm25"]
-FUSIONS = config["fusions"]
 CROSSVAL = config["crossval"]
 TABLES = config["tables"]
 PARAMETER_TABLES = config["parameter_tables"]
-RETRIEVERS = config["retrievers"]
 STRUCTURE = config["structure"]
 SWEEPS = config["sweeps"]
 FIGURES = config["figures"]

@@ -13,10 +13,8 @@ rule fuse_runs:
     resources:
         **rule_resources("fuse_runs"),
     params:
+        **fusion_params(),
         code=code_version("fuse_runs"),
-        method=lambda w: FUSIONS[w.collection][w.topics][w.system]["method"],
-        params=lambda w: FUSIONS[w.collection][w.topics][w.system]["params"],
-        depth=RUN_DEPTH,
     script:
         "../scripts/fuse_runs.py"
 
@@ -36,9 +34,8 @@ rule crossvalidate:
     resources:
         **rule_resources("crossvalidate"),
     params:
+        **crossval_params(),
         code=code_version("crossvalidate"),
-        entry=lambda w: CROSSVAL[w.crossval],
-        depth=RUN_DEPTH,
     script:
         "../scripts/crossvalidate.py"
 
@@ -57,8 +54,7 @@ rule sweep:
     resources:
         **rule_resources("sweep"),
     params:
+        **sweep_params(),
         code=code_version("sweep"),
-        entry=lambda w: SWEEPS[w.sweep],
-        depth=RUN_DEPTH,
     script:
         "../scripts/sweep.py"

@@ -14,14 +14,8 @@ rule bm25_search:
     resources:
         **rule_resources("bm25_search"),
     params:
+        **bm25_search_params(),
         code=code_version("bm25_search"),
-        layout="{layout}",
-        k1=BM25["k1"],
-        b=BM25["b"],
-        depth=RUN_DEPTH,
-        remove_query=lambda w: BM25["experiments"][w.collection]["remove_query"],
-        query_fields=lambda w: BM25["experiments"][w.collection]["query_fields"],
-        tag="bm25-{layout}",
     script:
         "../scripts/bm25_search.py"
 
@@ -53,10 +47,8 @@ rule import_run:
     resources:
         **rule_resources("import_run"),
     params:
+        **import_params(),
         code=code_version("import_run"),
-        depth=RUN_DEPTH,
-        run_format=lambda w: external_run(w)["format"],
-        duplicates=lambda w: external_run(w)["duplicates"],
     script:
         "../scripts/import_run.py"
 
@@ -79,7 +71,7 @@ rule retrieve:
     resources:
         **rule_resources("retrieve"),
     params:
+        **retriever_params(),
         code=code_version("retrieve"),
-        retriever=lambda w: RETRIEVERS[w.collection][w.system],
     script:
         "../scripts/retrieve.py"

@@ -12,11 +12,8 @@ rule bm25_table:
     resources:
         **rule_resources("bm25_table"),
     params:
+        **bm25_table_params(),
         code=code_version("bm25_table"),
-        experiments=BM25["experiments"],
-        k1=BM25["k1"],
-        b=BM25["b"],
-        depth=RUN_DEPTH,
     script:
         "../scripts/bm25_table.py"
 
@@ -73,10 +70,8 @@ rule paper_table:
     resources:
         **rule_resources("paper_table"),
     params:
+        **table_params(),
         code=code_version("paper_table"),
-        name="{table}",
-        spec=lambda w: TABLES[w.table],
-        claims=lambda w: table_claims(w.table),
     script:
         "../scripts/paper_table.py"
 
@@ -100,9 +95,8 @@ rule parameter_table:
     resources:
         **rule_resources("parameter_table"),
     params:
+        **parameter_table_params(),
         code=code_version("parameter_table"),
-        name="{parameter_table}",
-        spec=lambda w: PARAMETER_TABLES[w.parameter_table],
     script:
         "../scripts/parameter_table.py"
 
