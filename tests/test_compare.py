@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import json
 import math
 from fractions import Fraction
 from pathlib import Path
@@ -336,7 +337,7 @@ def _cli(capsys, files, *extra: str) -> str:
     return out
 
 
-@pytest.mark.parametrize("style", ["md", "csv", "latex"])
+@pytest.mark.parametrize("style", ["md", "csv", "latex", "json"])
 def test_output_is_byte_identical_for_a_fixed_seed(capsys, files, style):
     first = _cli(capsys, files, "--format", style, "--seed", "8", "--holm")
     assert first == _cli(capsys, files, "--format", style, "--seed", "8", "--holm")
@@ -436,3 +437,35 @@ def test_arqmath1_runs_against_psu1(mirror):
     assert {
         row.baseline for row in table.rows if row.measure == "Rel_Ret" and row.ttest.n == 77
     } == {761}
+
+
+def test_json_carries_the_csv_numbers_unrounded_under_documented_keys(capsys, files):
+    rows = list(csv.DictReader(io.StringIO(_cli(capsys, files, "--format", "csv", "--holm"))))
+    document = json.loads(_cli(capsys, files, "--format", "json", "--holm"))
+    assert set(document) == {"baseline", "baseline_file", "qrels", "permutations", "seed", "holm",
+                             "coverage", "comparisons"}  # fmt: skip
+    assert document["holm"] is True and document["baseline"] == "base_line"
+    dropped = {row["run"]: int(row["dropped_topics"]) for row in rows}
+    assert {c["run"]: c["dropped_topics"] for c in document["coverage"]} == dropped
+    assert len(document["comparisons"]) == len(rows) == 2 * len(MEASURES)
+    for row, item in zip(rows, document["comparisons"], strict=True):
+        assert (item["measure"], item["run"], item["topics"]) == (
+            row["measure"], row["run"], int(row["topics"])
+        )  # fmt: skip
+        for key in ("score", "baseline_score", "difference", "ttest_p", "randomization_p",
+                    "ttest_p_holm", "randomization_p_holm"):  # fmt: skip
+            assert item[key] == float(row[key]), key
+
+
+def test_json_writes_a_number_that_is_not_finite_as_null():
+    from hybrid_ir.compare import CompareTable, Comparison, Coverage, render_json
+    from hybrid_ir.stats import RandomizationTest, TTest
+
+    nan = float("nan")
+    row = Comparison("P@5", "same", "same.trec", 0.5, 0.5, False, TTest(nan, nan, 6),
+                     RandomizationTest(0.0, 1.0, 6, 64, True))  # fmt: skip
+    table = CompareTable("base", "base.trec", "q.qrels", (row,), (Coverage("same", 6, 6),), 64, 1,
+                         False)  # fmt: skip
+    (item,) = json.loads(render_json(table))["comparisons"]
+    assert (item["t_statistic"], item["ttest_p"], item["randomization_p"]) == (None, None, 1.0)
+    assert item["difference"] == 0.0 and "ttest_p_holm" not in item

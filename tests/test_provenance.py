@@ -12,6 +12,7 @@ import pytest
 
 from hybrid_ir import cli
 from hybrid_ir.provenance import (
+    PROVENANCE_STATES,
     GitState,
     Identity,
     chain,
@@ -173,3 +174,30 @@ def test_package_versions_include_anserini_from_pyserini_jar():
     versions = package_versions()
     assert versions["anserini"][0].isdigit()
     json.dumps(versions)
+
+
+def test_json_is_the_same_tree_the_text_prints(workdir, capsys):
+    three_steps()
+    corpus = "results/collections/c/corpus.jsonl"
+    Path(corpus).write_text("edited\n")
+    assert cli.main(["provenance", "results/runs/c/test/bm25.trec", "--format", "json"]) == 0
+    tree = json.loads(capsys.readouterr().out)
+    assert (tree["file"], tree["state"], tree["rule"]) == (
+        "results/runs/c/test/bm25.trec", "recorded", "retrieve"
+    )  # fmt: skip
+    assert {"commit", "dirty", "config_sha256", "packages", "device", "threads", "raw_inputs",
+            "sha256", "wall_time_s", "seeds", "inputs", "wildcards"} <= set(tree)  # fmt: skip
+    assert tree["raw_inputs"] == {"c/data.zip": "ab" * 32}
+
+    def nodes(node):
+        yield node
+        for child in node.get("inputs", []):
+            yield from nodes(child)
+
+    states = {node["file"]: node["state"] for node in nodes(tree)}
+    assert states[corpus] == "changed"
+    assert states["expected/c.yaml"] == "repository"
+    assert all("commit" not in node for node in list(nodes(tree))[1:])
+    assert set(states.values()) <= set(PROVENANCE_STATES)
+    assert cli.main(["provenance", "results/runs/c/test/bm25.trec"]) == 0
+    assert capsys.readouterr().out.splitlines() == list(chain("results/runs/c/test/bm25.trec"))

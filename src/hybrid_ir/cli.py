@@ -24,6 +24,7 @@ from hybrid_ir.cli_commands import (
     provenance_command,
     search_command,
 )
+from hybrid_ir.compare import RENDERERS
 from hybrid_ir.crossval import ALPHAS, PAPER_SEED
 from hybrid_ir.errors import HybridIRError, printable
 from hybrid_ir.formats import MAX_RELEVANCE, relevance_limit
@@ -430,10 +431,10 @@ def _add_checks_and_results(cli: _Commands) -> None:
     )
     compare.add_argument(
         "--format",
-        choices=["md", "csv", "latex"],
+        choices=list(RENDERERS),
         default="md",
-        help="output: a Markdown table with notes, CSV with every p-value unrounded, or a "
-        "LaTeX (booktabs) table",
+        help="output: a Markdown table with notes, CSV with every p-value unrounded, a LaTeX "
+        "(booktabs) table, or JSON (every number unrounded; keys in the README)",
     )
     _add_input_options(compare)
     compare.set_defaults(handler=compare_command)
@@ -445,6 +446,12 @@ def _add_checks_and_results(cli: _Commands) -> None:
         "sha256; run it in the workflow's directory",
     )
     provenance.add_argument("result", help="a file under results/, e.g. a table or a run")
+    provenance.add_argument(
+        "--format",
+        choices=["text", "json"],
+        default="text",
+        help="output: indented text, or one JSON tree (keys in the README)",
+    )
     provenance.set_defaults(handler=provenance_command)
 
     claims = cli.command(

@@ -35,7 +35,7 @@ from hybrid_ir.fusion import fuse
 from hybrid_ir.hub import current_revisions, hub_references, pin_lines, write_pins
 from hybrid_ir.lucene.index import build_bm25_index
 from hybrid_ir.lucene.search import bm25_search
-from hybrid_ir.provenance import chain
+from hybrid_ir.provenance import chain, provenance_tree
 from hybrid_ir.runs import read_run, topic_sort_key, write_run
 
 
@@ -269,5 +269,8 @@ def claims_command(args: argparse.Namespace) -> None:
 
 
 def provenance_command(args: argparse.Namespace) -> None:
+    if args.format == "json":
+        print(json.dumps(provenance_tree(args.result), indent=1, allow_nan=False))
+        return
     for line in chain(args.result):
         print(line)

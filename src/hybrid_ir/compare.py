@@ -1,5 +1,6 @@
 """Runs against a baseline: per-measure scores, paired t-test and randomization test p-values
-(Holm–Bonferroni-adjusted across runs if asked), as a Markdown, CSV or LaTeX table.
+(Holm–Bonferroni-adjusted across runs if asked), as a Markdown, CSV or LaTeX table, or JSON for
+programs.
 
 Each run is compared with the baseline on their *shared topics*: the qrels topics both answer.
 A measure then pairs the shared topics for which both have a value (the ARQMath prime measures
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -336,5 +339,48 @@ def render_csv(table: CompareTable) -> str:
     return out.getvalue()
 
 
-RENDERERS = {"md": render_markdown, "csv": render_csv, "latex": render_latex}
+def _number(value: float | None) -> float | None:
+    """JSON has no NaN or infinity: a p-value or statistic that is not finite becomes null."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def render_json(table: CompareTable) -> str:
+    """One JSON document: the comparison's settings, each run's topic coverage, and one object
+    per measure and run with every number unrounded (null where a test has no finite value).
+    Keys: ``baseline``, ``baseline_file``, ``qrels``, ``permutations``, ``seed``, ``holm``,
+    ``coverage`` (``run``, ``shared_topics``, ``qrels_topics``, ``dropped_topics``) and
+    ``comparisons`` (``measure``, ``run``, ``file``, ``topics``, ``score``, ``baseline_score``,
+    ``difference``, ``count``, ``t_statistic``, ``ttest_p``, ``randomization_p``,
+    ``permutations``, ``exact``, and with ``holm`` ``ttest_p_holm`` and
+    ``randomization_p_holm``)."""
+    comparisons = []
+    for row in table.rows:
+        item = {
+            "measure": row.measure, "run": row.run, "file": row.path, "topics": row.ttest.n,
+            "score": _number(row.score), "baseline_score": _number(row.baseline),
+            "difference": _number(row.difference), "count": row.count,
+            "t_statistic": _number(row.ttest.statistic), "ttest_p": _number(row.ttest.pvalue),
+            "randomization_p": _number(row.randomization.pvalue),
+            "permutations": row.randomization.permutations, "exact": row.randomization.exact,
+        }  # fmt: skip
+        if table.holm:
+            item |= {
+                "ttest_p_holm": _number(row.ttest_holm),
+                "randomization_p_holm": _number(row.randomization_holm),
+            }
+        comparisons.append(item)
+    document = {
+        "baseline": table.baseline, "baseline_file": table.baseline_path, "qrels": table.qrels,
+        "permutations": table.permutations, "seed": table.seed, "holm": table.holm,
+        "coverage": [
+            {"run": c.run, "shared_topics": c.shared, "qrels_topics": c.qrels,
+             "dropped_topics": c.dropped}
+            for c in table.coverage
+        ],
+        "comparisons": comparisons,
+    }  # fmt: skip
+    return json.dumps(document, indent=1, allow_nan=False) + "\n"
+
+
+RENDERERS = {"md": render_markdown, "csv": render_csv, "latex": render_latex, "json": render_json}
 """Table formats of ``hybrid-ir compare --format``."""

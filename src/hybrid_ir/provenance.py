@@ -278,53 +278,112 @@ def write_records(job: Any, wall_time_s: float, raw: Mapping[str, str] | None = 
             out.write(json.dumps(record, indent=1) + "\n")
 
 
-def chain(result: str | Path, seen: set[str] | None = None, depth: int = 0) -> Iterator[str]:
-    """Lines describing ``result`` and, indented below it, each input back to the raw files;
-    an input met twice is named again but not expanded again."""
+PROVENANCE_STATES = (
+    "recorded", "changed", "missing", "unrecorded", "repository", "listed_above",
+)  # fmt: skip
+"""A node's ``state`` in :func:`provenance_tree`: its record and the file agree; the file changed
+on disk since its record was written; the file is gone; a result without a record; a file of
+the workflow's repository (a configuration, an expected-scores file); an input met before,
+whose node is not repeated."""
+
+
+def provenance_tree(result: str | Path, seen: set[str] | None = None) -> dict[str, Any]:
+    """What produced ``result``, as ``hybrid-ir provenance --format json`` prints it: ``file``,
+    ``state`` (:data:`PROVENANCE_STATES`) and, where there is a record, ``rule``,
+    ``wildcards``, ``sha256``, ``wall_time_s``, ``seeds`` and ``inputs`` (a node each, back to
+    the raw files); the top node adds ``commit``, ``dirty``, ``config_sha256``, ``packages``,
+    ``device``, ``threads`` and ``raw_inputs`` (mirror path -> sha256)."""
     seen = set() if seen is None else seen
-    indent = "  " * depth
     name = Path(result).as_posix()
     on_disk = Path(name).exists()
     record = read_record(name)
     if record is None:
-        if not name.startswith(f"{RESULTS}/"):
-            state = "a file of the workflow's repository" if on_disk else "no longer on disk"
-        elif on_disk:
-            state = "no provenance record: made outside the workflow or before it kept records"
-        else:
-            state = "no longer on disk, and no provenance record"
-        yield f"{indent}{name} ({state})"
-        return
+        state = "unrecorded" if name.startswith(f"{RESULTS}/") else "repository"
+        return {"file": name, "state": state if on_disk else "missing"}
     if name in seen:
-        yield f"{indent}{name} (listed above)"
-        return
-    where = ""
+        return {"file": name, "state": "listed_above"}
     if not on_disk:
-        where = " [no longer on disk]"
+        state = "missing"
     elif record["sha256"] and file_sha256(Path(name)) != record["sha256"]:
-        where = " [changed on disk since its record was written]"
-    yield f"{indent}{name}{where}"
-    yield f"{indent}  rule {record['rule']}" + (
-        " " + ", ".join(f"{k}={v}" for k, v in record["wildcards"].items())
-        if record["wildcards"]
-        else ""
-    )
-    if depth == 0:
-        git = GitState(record["git"]["commit"], record["git"]["dirty"])
-        packages = ", ".join(f"{k} {v}" for k, v in record["packages"].items())
-        yield f"{indent}  commit {git.describe(40)}; configuration sha256 {record['config_sha256']}"
-        yield f"{indent}  packages: {packages}"
-        threads = record["threads"]
-        yield f"{indent}  device {record['device']}, {threads} thread{'s' if threads > 1 else ''}"
-    if record["sha256"]:
-        yield f"{indent}  sha256 {record['sha256']}"
-    yield f"{indent}  wall time {record['wall_time_s']:.1f} s"
-    if record["seeds"]:
-        yield f"{indent}  seeds: " + ", ".join(f"{k} = {v}" for k, v in record["seeds"].items())
+        state = "changed"
+    else:
+        state = "recorded"
+    node: dict[str, Any] = {
+        "file": name,
+        "state": state,
+        "rule": record["rule"],
+        "wildcards": record["wildcards"],
+    }
+    if not seen:
+        node |= {
+            "commit": record["git"]["commit"],
+            "dirty": record["git"]["dirty"],
+            "config_sha256": record["config_sha256"],
+            "packages": record["packages"],
+            "device": record["device"],
+            "threads": record["threads"],
+            "raw_inputs": record["raw_inputs"],
+        }
+    node |= {
+        "sha256": record["sha256"],
+        "wall_time_s": record["wall_time_s"],
+        "seeds": record["seeds"],
+    }
     seen.add(name)
-    if depth == 0 and record["raw_inputs"]:
-        yield f"{indent}  raw files ({len(record['raw_inputs'])}):"
-        for raw, sha256 in record["raw_inputs"].items():
+    node["inputs"] = [provenance_tree(source, seen) for source in record["inputs"]]
+    return node
+
+
+_NO_RECORD = {
+    ("unrecorded", True): (
+        "no provenance record: made outside the workflow or before it kept records"
+    ),
+    ("repository", False): "a file of the workflow's repository",
+    ("missing", True): "no longer on disk, and no provenance record",
+    ("missing", False): "no longer on disk",
+}  # fmt: skip
+"""The text of a node without a record, by its state and whether it is under results/."""
+_FLAGS = {
+    "missing": " [no longer on disk]",
+    "changed": " [changed on disk since its record was written]",
+}
+
+
+def chain(result: str | Path) -> Iterator[str]:
+    """Lines describing ``result`` and, indented below it, each input back to the raw files;
+    an input met twice is named again but not expanded again."""
+    yield from _lines(provenance_tree(result), 0)
+
+
+def _lines(node: Mapping[str, Any], depth: int) -> Iterator[str]:
+    indent = "  " * depth
+    name, state = node["file"], node["state"]
+    if "rule" not in node:
+        if state == "listed_above":
+            yield f"{indent}{name} (listed above)"
+        else:
+            yield f"{indent}{name} ({_NO_RECORD[state, name.startswith(f'{RESULTS}/')]})"
+        return
+    yield f"{indent}{name}{_FLAGS.get(state, '')}"
+    wildcards = node["wildcards"]
+    yield f"{indent}  rule {node['rule']}" + (
+        " " + ", ".join(f"{k}={v}" for k, v in wildcards.items()) if wildcards else ""
+    )
+    if "commit" in node:
+        git = GitState(node["commit"], node["dirty"])
+        packages = ", ".join(f"{k} {v}" for k, v in node["packages"].items())
+        yield f"{indent}  commit {git.describe(40)}; configuration sha256 {node['config_sha256']}"
+        yield f"{indent}  packages: {packages}"
+        threads = node["threads"]
+        yield f"{indent}  device {node['device']}, {threads} thread{'s' if threads > 1 else ''}"
+    if node["sha256"]:
+        yield f"{indent}  sha256 {node['sha256']}"
+    yield f"{indent}  wall time {node['wall_time_s']:.1f} s"
+    if node["seeds"]:
+        yield f"{indent}  seeds: " + ", ".join(f"{k} = {v}" for k, v in node["seeds"].items())
+    if node.get("raw_inputs"):
+        yield f"{indent}  raw files ({len(node['raw_inputs'])}):"
+        for raw, sha256 in node["raw_inputs"].items():
             yield f"{indent}    {raw} sha256 {sha256}"
-    for source in record["inputs"]:
-        yield from chain(source, seen, depth + 1)
+    for child in node["inputs"]:
+        yield from _lines(child, depth + 1)
