@@ -25,6 +25,7 @@ from hybrid_ir.cli_commands import (
     search_command,
 )
 from hybrid_ir.compare import RENDERERS
+from hybrid_ir.completion import SHELLS, completion_script
 from hybrid_ir.crossval import ALPHAS, PAPER_SEED
 from hybrid_ir.errors import HybridIRError, printable
 from hybrid_ir.formats import MAX_RELEVANCE, relevance_limit
@@ -96,6 +97,16 @@ class _HelpFormatter(argparse.HelpFormatter):
     """Ends an option's help with its default, unless the help states it already; an option
     without a value to state (a flag, a required one) keeps its help as written."""
 
+    def add_argument(self, action: argparse.Action) -> None:
+        # argparse sizes the name column from a subcommand's name without the extra indent it
+        # is printed with, so the longest name would wrap onto a line of its own.
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction):
+            longest = max((len(name) for name in action.choices), default=0)
+            self._action_max_length = max(
+                self._action_max_length, longest + self._current_indent + self._indent_increment
+            )
+
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         if (
@@ -113,20 +124,23 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 
 class _Commands:
-    """The parser's subcommands, each with its help as the description of its own --help."""
+    """The parser's subcommands: each with a one-line summary, which ``hybrid-ir --help`` lists,
+    and a description heading its own --help (the summary where it needs no more)."""
 
     def __init__(self, parser: argparse.ArgumentParser) -> None:
-        self.commands = parser.add_subparsers(dest="command", required=True)
+        self.commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(self, name: str, **options) -> argparse.ArgumentParser:
-        # help alone shows only in hybrid-ir --help; as the description it also heads the
-        # subcommand's own --help.
+    def command(
+        self, name: str, summary: str, description: str | None = None
+    ) -> argparse.ArgumentParser:
         return self.commands.add_parser(
-            name, description=options.get("help"), formatter_class=_HelpFormatter, **options
+            name, help=summary, description=description or summary, formatter_class=_HelpFormatter
         )
 
-    def group(self, name: str, help: str):
-        return self.command(name, help=help).add_subparsers(dest=f"{name}_command", required=True)
+    def group(self, name: str, summary: str):
+        return self.command(name, summary).add_subparsers(
+            dest=f"{name}_command", required=True, metavar="COMMAND"
+        )
 
     def subcommand(self, commands_of, name: str, help: str, description: str | None = None):
         return commands_of.add_parser(
@@ -150,7 +164,20 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bm25(cli)
     _add_evaluate_and_fuse(cli)
     _add_checks_and_results(cli)
+    completion = cli.command(
+        "completion",
+        "print a shell completion script (bash or zsh)",
+        description="print the completion script of hybrid-ir for a shell, generated from this "
+        "parser; e.g. in ~/.bashrc: source <(hybrid-ir completion bash), in ~/.zshrc: "
+        "source <(hybrid-ir completion zsh)",
+    )
+    completion.add_argument("shell", choices=SHELLS, help="the shell to complete in")
+    completion.set_defaults(handler=_completion)
     return parser
+
+
+def _completion(args: argparse.Namespace) -> None:
+    print(completion_script(build_parser(), args.shell), end="")
 
 
 def _add_manifest_and_config(cli: _Commands) -> None:
@@ -179,7 +206,8 @@ def _add_manifest_and_config(cli: _Commands) -> None:
 
     config = cli.command(
         "config",
-        help="print each model's effective training settings for config.yaml and overlays, "
+        "print each model's effective training settings",
+        description="print each model's effective training settings for config.yaml and overlays, "
         "merged as Snakemake merges --configfile",
     )
     config.add_argument(
@@ -208,7 +236,9 @@ def _add_manifest_and_config(cli: _Commands) -> None:
 def _add_fetch_and_convert(cli: _Commands) -> None:
     """Raw files into the mirror, and raw collections into canonical files."""
     fetch = cli.command(
-        "fetch", help="copy raw files from the mirror (or download them) and verify sha256"
+        "fetch",
+        "copy raw files from the mirror and verify sha256",
+        description="copy raw files from the mirror (or download them) and verify sha256",
     )
     fetch.add_argument("paths", nargs="+", help="manifest paths, e.g. cf/original/cfquery")
     fetch.add_argument("--manifest", default=paths.MANIFEST, help="manifest of the raw files")
@@ -221,7 +251,11 @@ def _add_fetch_and_convert(cli: _Commands) -> None:
     )
     fetch.set_defaults(handler=fetch_command)
 
-    convert = cli.command("convert", help="convert a raw collection to canonical files")
+    convert = cli.command(
+        "convert",
+        "convert a raw collection to canonical files",
+        description="convert a raw collection to canonical files",
+    )
     convert.add_argument("reader", help="reader name, e.g. cf, beir, scifact_allenai_csv")
     convert.add_argument(
         "--source",
@@ -252,7 +286,11 @@ def _add_fetch_and_convert(cli: _Commands) -> None:
 
 def _add_bm25(cli: _Commands) -> None:
     """Lucene BM25 indexes and runs."""
-    index = cli.command("index", help="build a Lucene BM25 index from corpus JSONL")
+    index = cli.command(
+        "index",
+        "build a Lucene BM25 index from corpus JSONL",
+        description="build a Lucene BM25 index from corpus JSONL",
+    )
     index.add_argument("corpus", help="canonical corpus JSONL")
     index.add_argument("index", help="index folder to write")
     index.add_argument(
@@ -264,7 +302,11 @@ def _add_bm25(cli: _Commands) -> None:
     index.add_argument("--threads", type=int, default=1, help="indexing threads")
     index.set_defaults(handler=index_command)
 
-    search = cli.command("search", help="BM25 top-k run (TREC format) for topics JSONL")
+    search = cli.command(
+        "search",
+        "BM25 top-k run (TREC format) for topics JSONL",
+        description="BM25 top-k run (TREC format) for topics JSONL",
+    )
     search.add_argument("index", help="index folder (hybrid-ir index)")
     search.add_argument("topics", help="canonical topics JSONL")
     search.add_argument("-o", "--output", required=True, help="run file to write")
@@ -294,8 +336,9 @@ def _add_evaluate_and_fuse(cli: _Commands) -> None:
     """Evaluation, cross-validation and fusion of run files."""
     evaluate = cli.command(
         "evaluate",
-        help="evaluate runs as the official tools do: measure sets arqmath (prime measures), "
-        "ntcir12, beir, cf, recall(k...) or any ir_measures name",
+        "evaluate runs as the official tools do",
+        description="evaluate runs as the official tools do: measure sets arqmath (prime "
+        "measures), ntcir12, beir, cf, recall(k...) or any ir_measures name",
     )
     evaluate.add_argument("--qrels", required=True, help="TREC qrels")
     evaluate.add_argument("--run", nargs="+", required=True, help="TREC or ARQMath-TSV runs")
@@ -322,7 +365,8 @@ def _add_evaluate_and_fuse(cli: _Commands) -> None:
 
     crossval = cli.command(
         "crossval",
-        help="k-fold cross-validation of alpha in alpha*DENSE + (1-alpha)*BASE (min-max "
+        "cross-validate the weight of a linear fusion",
+        description="k-fold cross-validation of alpha in alpha*DENSE + (1-alpha)*BASE (min-max "
         "normalized), one alpha per metric tuned on the other folds",
     )
     crossval.add_argument("dense", help="run whose weight is alpha")
@@ -357,7 +401,8 @@ def _add_evaluate_and_fuse(cli: _Commands) -> None:
 
     fuse = cli.command(
         "fuse",
-        help=f"fuse runs: {', '.join(FUSION_METHODS)} (linear, interleave and score_hybrid "
+        "fuse runs with one of the fusion methods",
+        description=f"fuse runs: {', '.join(FUSION_METHODS)} (linear, interleave and score_hybrid "
         "weigh the first run)",
     )
     fuse.add_argument("--method", required=True, help=f"fusion method: {', '.join(FUSION_METHODS)}")
@@ -389,7 +434,11 @@ def _add_evaluate_and_fuse(cli: _Commands) -> None:
 
 def _add_checks_and_results(cli: _Commands) -> None:
     """Expected-score checks, comparisons of runs, provenance and claims."""
-    check = cli.command("check", help="fail unless every expected-score check passed")
+    check = cli.command(
+        "check",
+        "fail unless every expected-score check passed",
+        description="fail unless every expected-score check passed",
+    )
     check.add_argument(
         "summary",
         nargs="?",
@@ -400,8 +449,9 @@ def _add_checks_and_results(cli: _Commands) -> None:
 
     compare = cli.command(
         "compare",
-        help="compare runs with a baseline per measure: scores, difference, two-tailed paired "
-        "t-test and randomization test p-values, on the topics each run shares with the "
+        "compare runs with a baseline, with paired tests",
+        description="compare runs with a baseline per measure: scores, difference, two-tailed "
+        "paired t-test and randomization test p-values, on the topics each run shares with the "
         "baseline and the qrels",
     )
     compare.add_argument("runs", nargs="+", help="TREC or ARQMath-TSV runs to compare")
@@ -441,7 +491,8 @@ def _add_checks_and_results(cli: _Commands) -> None:
 
     provenance = cli.command(
         "provenance",
-        help="print what produced a workflow result (rule, commit, configuration hash, "
+        "print what produced a workflow result",
+        description="print what produced a workflow result (rule, commit, configuration hash, "
         "packages, seeds, wall time) and each of its inputs, back to the raw files and their "
         "sha256; run it in the workflow's directory",
     )
@@ -456,8 +507,9 @@ def _add_checks_and_results(cli: _Commands) -> None:
 
     claims = cli.command(
         "claims",
-        help="print each paper's claims as the workflow judged them (verdict, effect with its "
-        "95%% interval, p, detectable effect, the paper's effect, Effect Ratio, ΔRI), from "
+        "print each paper's claims as the workflow judged them",
+        description="print each paper's claims as the workflow judged them (verdict, effect with "
+        "its 95%% interval, p, detectable effect, the paper's effect, Effect Ratio, ΔRI), from "
         "results/claims/",
     )
     claims.add_argument(
