@@ -21,7 +21,7 @@ def command_table(
     subcommands: list[str] = []
     options: list[str] = []
     choices: dict[str, list[str]] = {}
-    table = {}
+    table: dict[str, tuple[list[str], list[str], dict[str, list[str]]]] = {}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, subparser in action.choices.items():
