@@ -344,8 +344,8 @@ def _number(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def render_json(table: CompareTable) -> str:
-    """One JSON document: the comparison's settings, each run's topic coverage, and one object
+def comparison_document(table: CompareTable) -> dict:
+    """The comparison as plain data: its settings, each run's topic coverage, and one object
     per measure and run with every number unrounded (null where a test has no finite value).
     Keys: ``baseline``, ``baseline_file``, ``qrels``, ``permutations``, ``seed``, ``holm``,
     ``coverage`` (``run``, ``shared_topics``, ``qrels_topics``, ``dropped_topics``) and
@@ -353,7 +353,7 @@ def render_json(table: CompareTable) -> str:
     ``difference``, ``count``, ``t_statistic``, ``ttest_p``, ``randomization_p``,
     ``permutations``, ``exact``, and with ``holm`` ``ttest_p_holm`` and
     ``randomization_p_holm``)."""
-    comparisons = []
+    comparisons: list[dict] = []
     for row in table.rows:
         item = {
             "measure": row.measure, "run": row.run, "file": row.path, "topics": row.ttest.n,
@@ -379,7 +379,12 @@ def render_json(table: CompareTable) -> str:
         ],
         "comparisons": comparisons,
     }  # fmt: skip
-    return json.dumps(document, indent=1, allow_nan=False) + "\n"
+    return document
+
+
+def render_json(table: CompareTable) -> str:
+    """:func:`comparison_document` as one JSON document."""
+    return json.dumps(comparison_document(table), indent=1, allow_nan=False) + "\n"
 
 
 RENDERERS = {"md": render_markdown, "csv": render_csv, "latex": render_latex, "json": render_json}
