@@ -6,11 +6,13 @@ SLURM_VENV := .venv-slurm
 CORES ?= all
 # pytest processes for `make test` (each test module runs whole in one of them).
 TEST_WORKERS ?= auto
-# Where pip takes torch from: empty, the configured package index; set it to choose a build,
-# e.g. https://download.pytorch.org/whl/cpu (CPU only) or .../whl/cu126 (CUDA 12.6).
+# torch is installed first and alone, outside requirements.lock: which build (CPU, a CUDA
+# version) is the machine's choice. TORCH_INDEX_URL is where pip takes it from: empty, the
+# configured package index; e.g. https://download.pytorch.org/whl/cpu (CPU only) or .../whl/cu126.
+TORCH_VERSION := 2.13.0
 TORCH_INDEX_URL ?=
-# uv installs the pinned requirements (about a minute here with bytecode compiled, where pip took
-# 2-3 minutes; the same versions).
+# uv installs requirements.lock (about a minute here with bytecode compiled, where pip took
+# 2-3 minutes; the same versions) and makes it (make lock).
 # It does not read pip's configuration, so the indexes and wheel folders pip is configured with
 # (a local mirror, say) are handed to it; every index counts alike, as for pip.
 UV_VERSION := 0.13.9
@@ -19,22 +21,44 @@ UV_SOURCES = $(foreach url,$(shell $(PYTHON) -m pip config get global.index-url 
 	$(foreach dir,$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null),--find-links $(dir)) \
 	--index-strategy unsafe-best-match
 
-.PHONY: setup setup-slurm reproduce report test test-gpu test-paper test-slurm lint docs benchmark clean
+.PHONY: setup setup-slurm lock reproduce report test test-gpu test-paper test-slurm lint docs benchmark clean
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt pyproject.toml
+$(VENV)/.installed: requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
-	$(BIN)/pip install torch==2.13.0 $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
+	$(BIN)/pip install --no-compile torch==$(TORCH_VERSION) \
+		$(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 	$(BIN)/pip install uv==$(UV_VERSION)
-	$(BIN)/uv pip install --python $(BIN)/python --compile-bytecode -r requirements.txt $(UV_SOURCES)
-	$(BIN)/pip install --no-deps -e .
-	# Where PYTHONDONTWRITEBYTECODE is set, every job would otherwise compile the package again.
-	$(BIN)/python -m compileall -q src
+	# --no-deps: the lock lists every dependency but torch, which is in place already.
+	$(BIN)/uv pip install --python $(BIN)/python --require-hashes --no-deps -r requirements.lock \
+		$(UV_SOURCES)
+	$(BIN)/uv pip install --python $(BIN)/python --no-deps -e .
 	$(BIN)/pip check
+	# Bytecode, as PYTHONDONTWRITEBYTECODE may be set and every job would compile its imports
+	# again: every package (torch's too, installed without it) but their own tests, never
+	# imported and a fifth of the files. A file Python 3.11 cannot compile (torch's
+	# py312_intrinsics.py) is named and left, as pip and uv leave it.
+	-$(BIN)/python -m compileall -q -j 0 -x '/tests?/' src \
+		$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
 	$(BIN)/python -c 'from hybrid_ir.neural.colbert_compat import build_cpu_kernels; build_cpu_kernels()'
 	touch $@
+
+# requirements.lock: every package requirements.txt needs but torch, at one version, with the
+# sha256 of each of its files (Python 3.11, Linux x86-64), and envs/hybrid-ir.yaml generated from
+# it. Run it after editing requirements.txt (tests/test_lock.py fails until then). torch's CPU build decides which of its dependencies are
+# locked (CUDA builds bring CUDA libraries of their own): where pip's configuration does not find
+# it, run make lock TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu.
+lock:
+	constraint=$$(mktemp) && echo "torch==$(TORCH_VERSION)+cpu" > "$$constraint" && \
+	$(BIN)/uv pip compile requirements.txt --constraint "$$constraint" --no-emit-package torch \
+		--generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+		--custom-compile-command "make lock" --quiet --output-file requirements.lock \
+		$(UV_SOURCES) $(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL)); \
+	status=$$?; rm -f "$$constraint"; exit $$status
+	$(BIN)/python -c 'from hybrid_ir.environment import write_conda_environment; \
+		write_conda_environment("$(TORCH_VERSION)")'
 
 # The SLURM executor plugin (requirements-slurm.txt) in a venv of its own over .venv, whose
 # packages a .pth file adds: Snakemake imports every executor plugin beside it at each start, and

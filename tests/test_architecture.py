@@ -62,6 +62,7 @@ def test_architecture_table_lists_the_modules_each_stage_imports():
         "provenance",
         "paths",
         "config_sources",
+        "environment",
         "neural",
         "lucene",
     }

@@ -29,7 +29,7 @@ def _runtime_pins() -> dict[str, str]:
         if line and not line.startswith("#"):
             name, version = line.split("==")
             pins[canonicalize_name(name)] = version
-    (torch,) = re.findall(r"pip install torch==([\d.]+)", (REPO / "Makefile").read_text())
+    (torch,) = re.findall(r"^TORCH_VERSION := (\S+)$", (REPO / "Makefile").read_text(), re.M)
     return pins | {"torch": torch}
 
 

@@ -327,34 +327,3 @@ def test_cuda_settings_reach_the_ranks_through_the_environment(monkeypatch):
         assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.deterministic
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
-
-
-def _pins(path: Path, stop: str | None = None) -> dict[str, str]:
-    pins = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if stop is not None and line.startswith(stop):
-            break
-        line = line.split("#", 1)[0].strip()
-        if line:
-            name, _, version = line.partition("==")
-            pins[name.lower()] = version
-    return pins
-
-
-def test_the_conda_environment_pins_what_the_requirements_pin():
-    """envs/hybrid-ir.yaml installs the runtime pins of requirements.txt (up to its tests and
-    linters) and requirements-slurm.txt, at the same versions, and nothing unpinned."""
-    environment = yaml.safe_load((REPO / "envs/hybrid-ir.yaml").read_text(encoding="utf-8"))
-    pip = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
-    listed = dict(
-        (name.lower(), version)
-        for name, _, version in (entry.partition("==") for entry in pip if "==" in entry)
-    )
-    runtime = _pins(REPO / "requirements.txt", stop="# Tests")
-    slurm = _pins(REPO / "requirements-slurm.txt")
-    slurm = {name: version for name, version in slurm.items() if name.startswith("snakemake")}
-    plugin = "snakemake-executor-plugin-slurm"
-    assert listed == runtime | {plugin: slurm[plugin]}
-    torch = re.search(r"pip install torch==(\S+)", (REPO / "Makefile").read_text()).group(1)
-    conda = [item for item in environment["dependencies"] if isinstance(item, str)]
-    assert f"pytorch={torch}" in conda

@@ -4,6 +4,7 @@ chain is read back from them."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hybrid_ir import cli
+from hybrid_ir.environment import freeze_sha256, installed
 from hybrid_ir.provenance import (
     PROVENANCE_STATES,
     GitState,
@@ -93,6 +95,33 @@ def test_records_carry_the_raw_files_down_and_the_facts_of_the_job(workdir):
     assert record_path("results/runs/c/test/bm25.trec") == Path(
         "results/provenance/results/runs/c/test/bm25.trec.json"
     )
+
+
+def test_records_name_the_lock_and_flag_packages_that_differ_from_it(workdir):
+    three_steps()
+    run = "results/runs/c/test/bm25.trec"
+    environment = read_record(run)["environment"]
+    assert environment == {
+        "lock_sha256": hashlib.sha256((REPO / "requirements.lock").read_bytes()).hexdigest(),
+        "freeze_sha256": freeze_sha256(installed()),
+        "lock_mismatches": [],
+    }
+    text = "\n".join(chain(run))
+    assert f"environment: requirements.lock sha256 {environment['lock_sha256']}; " in text
+    assert "differ from requirements.lock" not in text
+
+    # A job run in an environment that left the lock: its record says which packages moved.
+    record_file = record_path(run)
+    record = json.loads(record_file.read_text())
+    record["environment"]["lock_mismatches"] = ["numpy 2.4.6 locked, installed 2.4.5"]
+    record_file.write_text(json.dumps(record))
+    assert (
+        "  [installed packages differ from requirements.lock: numpy 2.4.6 locked, installed "
+        "2.4.5]" in "\n".join(chain(run))
+    )
+    del record["environment"]  # a record from before environments were recorded
+    record_file.write_text(json.dumps(record))
+    assert "  environment: not recorded" in "\n".join(chain(run))
 
 
 def test_chain_reaches_the_raw_files_and_says_what_is_gone_or_changed(workdir):
@@ -185,8 +214,9 @@ def test_json_is_the_same_tree_the_text_prints(workdir, capsys):
     assert (tree["file"], tree["state"], tree["rule"]) == (
         "results/runs/c/test/bm25.trec", "recorded", "retrieve"
     )  # fmt: skip
-    assert {"commit", "dirty", "config_sha256", "packages", "device", "threads", "raw_inputs",
-            "sha256", "wall_time_s", "seeds", "inputs", "wildcards"} <= set(tree)  # fmt: skip
+    keys = {"commit", "dirty", "config_sha256", "packages", "environment", "device", "threads",
+            "raw_inputs", "sha256", "wall_time_s", "seeds", "inputs", "wildcards"}  # fmt: skip
+    assert keys <= set(tree)
     assert tree["raw_inputs"] == {"c/data.zip": "ab" * 32}
 
     def nodes(node):

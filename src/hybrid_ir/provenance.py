@@ -5,7 +5,9 @@ output under ``results/provenance/<output path>.json``: the rule and wildcards, 
 sha256 of the output and of every raw file it derives from (the manifest's, carried down from
 the fetch records), the seeds among the job's params, the git commit of the workflow (and
 whether the tree was dirty), the hash of the effective configuration, the versions of the
-packages that decide the numbers, the device and the wall time.
+packages that decide the numbers, the environment (the sha256 of ``requirements.lock`` and of the
+installed package list, and every locked package installed at another version), the device and
+the wall time.
 
 Records sit in their own tree, not beside the outputs, so that a table directory holds tables
 and so that the byte-for-byte comparisons of results never meet a wall time.
@@ -25,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from hybrid_ir.environment import LOCK, environment_record
 from hybrid_ir.errors import InputFormatError
 from hybrid_ir.formats import atomic_output
 from hybrid_ir.paths import RESULTS
@@ -266,6 +269,7 @@ def write_records(job: Any, wall_time_s: float, raw: Mapping[str, str] | None = 
         "git": {"commit": (state := identity(job).git).commit, "dirty": state.dirty},
         "config_sha256": config_hash(job.config),
         "packages": package_versions(),
+        "environment": environment_record(Path(job.scriptdir).resolve().parents[1] / LOCK),
         "device": device(),
         "threads": job.threads,
         "wall_time_s": round(wall_time_s, 3),
@@ -292,7 +296,9 @@ def provenance_tree(result: str | Path, seen: set[str] | None = None) -> dict[st
     ``state`` (:data:`PROVENANCE_STATES`) and, where there is a record, ``rule``,
     ``wildcards``, ``sha256``, ``wall_time_s``, ``seeds`` and ``inputs`` (a node each, back to
     the raw files); the top node adds ``commit``, ``dirty``, ``config_sha256``, ``packages``,
-    ``device``, ``threads`` and ``raw_inputs`` (mirror path -> sha256)."""
+    ``environment`` (``lock_sha256``, ``freeze_sha256``, ``lock_mismatches``; ``null`` in a
+    record older than them), ``device``, ``threads`` and ``raw_inputs`` (mirror path ->
+    sha256)."""
     seen = set() if seen is None else seen
     name = Path(result).as_posix()
     on_disk = Path(name).exists()
@@ -320,6 +326,7 @@ def provenance_tree(result: str | Path, seen: set[str] | None = None) -> dict[st
             "dirty": record["git"]["dirty"],
             "config_sha256": record["config_sha256"],
             "packages": record["packages"],
+            "environment": record.get("environment"),
             "device": record["device"],
             "threads": record["threads"],
             "raw_inputs": record["raw_inputs"],
@@ -374,6 +381,7 @@ def _lines(node: Mapping[str, Any], depth: int) -> Iterator[str]:
         packages = ", ".join(f"{k} {v}" for k, v in node["packages"].items())
         yield f"{indent}  commit {git.describe(40)}; configuration sha256 {node['config_sha256']}"
         yield f"{indent}  packages: {packages}"
+        yield from _environment_lines(node["environment"], indent)
         threads = node["threads"]
         yield f"{indent}  device {node['device']}, {threads} thread{'s' if threads > 1 else ''}"
     if node["sha256"]:
@@ -387,3 +395,17 @@ def _lines(node: Mapping[str, Any], depth: int) -> Iterator[str]:
             yield f"{indent}    {raw} sha256 {sha256}"
     for child in node["inputs"]:
         yield from _lines(child, depth + 1)
+
+
+def _environment_lines(environment: Mapping[str, Any] | None, indent: str) -> Iterator[str]:
+    if environment is None:
+        yield f"{indent}  environment: not recorded"
+        return
+    lock = environment["lock_sha256"]
+    yield (
+        f"{indent}  environment: {LOCK} sha256 {lock or 'absent'}; installed packages sha256 "
+        f"{environment['freeze_sha256']}"
+    )
+    differing = environment.get("lock_mismatches") or []
+    if differing:
+        yield f"{indent}  [installed packages differ from {LOCK}: " + "; ".join(differing) + "]"
