@@ -46,32 +46,37 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	touch $@
 
 # requirements.lock: every package requirements.txt needs but torch, at one version, with the
-# sha256 of each of its files (Python 3.11, Linux x86-64), and envs/hybrid-ir.yaml generated from
-# it. Run it after editing requirements.txt (tests/test_lock.py fails until then). torch's CPU build decides which of its dependencies are
+# sha256 of each of its files (Python 3.11, Linux x86-64); requirements-slurm.lock, the same for
+# what requirements-slurm.txt adds to it; and envs/hybrid-ir.yaml generated from the first. Run it after editing requirements.txt (tests/test_lock.py fails until then). torch's CPU build decides which of its dependencies are
 # locked (CUDA builds bring CUDA libraries of their own): where pip's configuration does not find
 # it, run make lock TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu.
-lock:
-	constraint=$$(mktemp) && echo "torch==$(TORCH_VERSION)+cpu" > "$$constraint" && \
-	$(BIN)/uv pip compile requirements.txt --constraint "$$constraint" --no-emit-package torch \
-		--generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
-		--custom-compile-command "make lock" --quiet --output-file requirements.lock \
-		$(UV_SOURCES) $(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL)); \
-	status=$$?; rm -f "$$constraint"; exit $$status
-	$(BIN)/python -c 'from hybrid_ir.environment import write_conda_environment; \
-		write_conda_environment("$(TORCH_VERSION)")'
+LOCK_OPTIONS = --no-emit-package torch --generate-hashes --python-version 3.11 \
+	--python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" --quiet \
+	$(UV_SOURCES) $(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL))
 
-# The SLURM executor plugin (requirements-slurm.txt) in a venv of its own over .venv, whose
+lock:
+	constraint=$$(mktemp) && full=$$(mktemp) && echo "torch==$(TORCH_VERSION)+cpu" > "$$constraint" && \
+	$(BIN)/uv pip compile requirements.txt --constraint "$$constraint" $(LOCK_OPTIONS) \
+		--output-file requirements.lock && \
+	$(BIN)/uv pip compile requirements-slurm.txt --constraint requirements.lock \
+		--constraint "$$constraint" $(LOCK_OPTIONS) --output-file "$$full" && \
+	$(BIN)/python -c 'import sys; from hybrid_ir.environment import write_locks; \
+		write_locks("$(TORCH_VERSION)", sys.argv[1])' "$$full"; \
+	status=$$?; rm -f "$$constraint" "$$full"; exit $$status
+
+# The SLURM executor plugin (requirements-slurm.txt, locked in requirements-slurm.lock) in a venv of its own over .venv, whose
 # packages a .pth file adds: Snakemake imports every executor plugin beside it at each start, and
 # this one imports pandas (0.6-0.9 s of every `snakemake` call on 2 cores), so .venv goes
 # without it. Run `.venv-slurm/bin/snakemake --profile profiles/slurm ...` on a cluster.
 setup-slurm: $(SLURM_VENV)/.installed
 
-$(SLURM_VENV)/.installed: $(VENV)/.installed requirements-slurm.txt
+$(SLURM_VENV)/.installed: $(VENV)/.installed requirements-slurm.lock
 	$(PYTHON) -m venv --without-pip $(SLURM_VENV)
 	base=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))') && \
 	overlay=$$($(SLURM_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))') && \
 	echo "import site; site.addsitedir('$$base')" > "$$overlay/hybrid-ir-base.pth"
-	$(BIN)/uv pip install --python $(SLURM_VENV)/bin/python --no-deps -r requirements-slurm.txt $(UV_SOURCES)
+	$(BIN)/uv pip install --python $(SLURM_VENV)/bin/python --require-hashes --no-deps \
+		-r requirements-slurm.lock $(UV_SOURCES)
 	printf '#!/bin/sh\nexec "$$(dirname "$$0")/python" -m snakemake "$$@"\n' > $(SLURM_VENV)/bin/snakemake
 	chmod +x $(SLURM_VENV)/bin/snakemake
 	$(SLURM_VENV)/bin/python -c 'import hybrid_ir, snakemake_executor_plugin_slurm'

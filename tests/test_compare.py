@@ -469,3 +469,18 @@ def test_json_writes_a_number_that_is_not_finite_as_null():
     (item,) = json.loads(render_json(table))["comparisons"]
     assert (item["t_statistic"], item["ttest_p"], item["randomization_p"]) == (None, None, 1.0)
     assert item["difference"] == 0.0 and "ttest_p_holm" not in item
+
+
+def test_json_for_a_run_that_fails_to_parse_is_one_line_naming_it_and_no_document(
+    capsys, files, tmp_path
+):
+    broken = tmp_path / "broken.trec"
+    broken.write_text("q1 Q0 d1 1 2.0 r\nq1 Q0 d2 two 1.0 r\n")
+    code = main(
+        ["compare", "--qrels", files["qrels"], "--baseline", files["baseline"], str(broken),
+         "--measures", "P@5", "--format", "json"]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code != 0 and out == ""
+    (line,) = err.strip().splitlines()
+    assert line == f"hybrid-ir error: {broken}:2: rank 'two' is not an integer"

@@ -22,12 +22,15 @@ from hybrid_ir.environment import (
     CONDA_ENVIRONMENT,
     LOCK,
     REQUIREMENTS,
-    canonicalize_name,
+    SLURM_LOCK,
+    SLURM_REQUIREMENTS,
     conda_environment,
     freeze_sha256,
     installed,
     mismatches,
+    overlay_lock,
     read_lock,
+    read_requirements,
     runtime_closure,
     unsatisfied,
 )
@@ -48,16 +51,45 @@ def test_the_lock_satisfies_requirements_txt_and_hashes_every_package():
     assert not re.search(r"file:|/opt/|/tmp|--index-url|--find-links", text)  # nothing local
 
 
+def test_the_slurm_lock_adds_the_plugins_to_the_lock_and_nothing_else():
+    assert unsatisfied(REPO / SLURM_REQUIREMENTS, REPO / SLURM_LOCK, base=REPO / LOCK) == []
+    added = read_lock(REPO / SLURM_LOCK)
+    assert set(added) == set(read_requirements(REPO / SLURM_REQUIREMENTS))
+    assert not set(added) & set(read_lock(REPO / LOCK))
+    assert (REPO / SLURM_LOCK).read_text(encoding="utf-8").splitlines()[1] == "#    make lock"
+
+
+def test_an_overlay_lock_keeps_what_the_base_does_not_lock(tmp_path):
+    base, full = tmp_path / "base.lock", tmp_path / "full.lock"
+    entry = "{}==1.0 \\\n    --hash=sha256:{}\n    # via\n    #   {}\n"
+    base.write_text(entry.format("shared", "a" * 64, "-r requirements.txt"))
+    full.write_text(
+        "# header\n"
+        + entry.format("plugin", "b" * 64, "-r requirements-slurm.txt")
+        + entry.format("shared", "a" * 64, "plugin")
+        + "\n# The following packages were excluded from the output:\n# torch\n"
+    )
+    assert overlay_lock(full, base) == (
+        "# header\n" + entry.format("plugin", "b" * 64, "-r requirements-slurm.txt")
+        + "\n# The following packages were excluded from the output:\n# torch\n"
+    )  # fmt: skip
+
+
 def test_this_environment_is_the_lock():
     """make setup installed the lock with --require-hashes: every locked package is here at its
-    version (pip's own metadata agrees with the quick reading provenance uses)."""
-    assert mismatches(read_lock(REPO / LOCK), installed()) == []
-    from_metadata = {
-        canonicalize_name(distribution.metadata["Name"]): distribution.version
-        for distribution in metadata.distributions()
-    }
-    from_metadata.pop("hybrid-ir")
-    assert installed() == dict(sorted(from_metadata.items()))
+    version. The quick reading provenance uses agrees with importlib's, and does not change with
+    what the process imported (setuptools puts its vendored packages on sys.path)."""
+    here = installed()
+    assert mismatches(read_lock(REPO / LOCK), here) == []
+    assert all(metadata.version(name) == version for name, version in here.items())
+    import setuptools  # noqa: F401
+
+    fresh = subprocess.run(
+        [sys.executable, "-c", "import json; from hybrid_ir.environment import installed; "
+         "print(json.dumps(installed()))"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    assert installed() == here == json.loads(fresh)
 
 
 def test_a_lock_that_fails_requirements_txt_names_file_line_and_package(tmp_path):

@@ -26,6 +26,8 @@ from hybrid_ir.formats import atomic_output
 
 LOCK = "requirements.lock"
 REQUIREMENTS = "requirements.txt"
+SLURM_REQUIREMENTS = "requirements-slurm.txt"
+SLURM_LOCK = "requirements-slurm.lock"
 CONDA_ENVIRONMENT = "envs/hybrid-ir.yaml"
 TESTS_SECTION = "# Tests"
 """The comment in requirements.txt after which its pins are for tests and linters only."""
@@ -51,6 +53,7 @@ class LockedPackage:
 
     name: str
     version: str
+    file: str
     line: int
     hashes: list[str] = field(default_factory=list)
     needed_by: list[str] = field(default_factory=list)
@@ -77,7 +80,7 @@ def read_lock(path: str | Path) -> dict[str, LockedPackage]:
                 if name in packages:
                     where = packages[name].line
                     raise InputFormatError(path, number, f"{name} is locked twice (line {where})")
-                current = packages[name] = LockedPackage(name, pin[2], number)
+                current = packages[name] = LockedPackage(name, pin[2], str(path), number)
                 in_via = False
             elif line.startswith("--hash="):
                 hashed = _HASH.fullmatch(line)
@@ -124,10 +127,14 @@ def read_requirements(path: str | Path, runtime_only: bool = False) -> dict[str,
     return pins
 
 
-def unsatisfied(requirements: str | Path, lock: str | Path) -> list[str]:
-    """One line per way ``lock`` fails ``requirements``: a pin it lacks or locks at another
-    version, and an entry needed by a package neither locked nor torch. Empty when it holds."""
-    pins, locked = read_requirements(requirements), read_lock(lock)
+def unsatisfied(
+    requirements: str | Path, lock: str | Path, base: str | Path | None = None
+) -> list[str]:
+    """One line per way ``lock`` (over ``base``, for a lock of what an environment adds to
+    another) fails ``requirements``: a pin neither locks or one locked at another version, and
+    an entry needed by a package neither locked nor torch. Empty when it holds."""
+    pins = read_requirements(requirements)
+    locked = {**(read_lock(base) if base else {}), **read_lock(lock)}
     problems = []
     for name, (version, line) in pins.items():
         entry = locked.get(name)
@@ -135,17 +142,34 @@ def unsatisfied(requirements: str | Path, lock: str | Path) -> list[str]:
             problems.append(f"{lock}: lacks {name}, which {requirements}:{line} pins {version}")
         elif entry.version != version:
             problems.append(
-                f"{lock}:{entry.line}: locks {name} {entry.version}, but {requirements}:{line} "
-                f"pins {version} (run make lock)"
+                f"{entry.file}:{entry.line}: locks {name} {entry.version}, but "
+                f"{requirements}:{line} pins {version} (run make lock)"
             )
     for entry in locked.values():
         for parent in entry.needed_by:
             if parent.startswith("-") or canonicalize_name(parent) in (*locked, OUTSIDE_LOCK):
                 continue
             problems.append(
-                f"{lock}:{entry.line}: {entry.name} is needed by {parent}, which is not locked"
+                f"{entry.file}:{entry.line}: {entry.name} is needed by {parent}, which is not "
+                "locked"
             )
     return problems
+
+
+def overlay_lock(full: str | Path, base: str | Path) -> str:
+    """The entries of the lock ``full`` (resolved with ``base`` as a constraint) that ``base``
+    does not lock, with its header: the lock of what an environment layered over ``base``'s
+    adds (``make setup-slurm``'s plugins over ``.venv``)."""
+    locked = read_lock(base)
+    kept, keep = [], True
+    for raw in Path(full).read_text(encoding="utf-8").splitlines(keepends=True):
+        if raw.startswith("#") or not raw.strip():  # the header, or what follows the entries
+            keep = True
+        elif not raw[0].isspace():  # an entry's pin; its hashes and comments follow indented
+            keep = canonicalize_name(raw.split("==", 1)[0]) not in locked
+        if keep:
+            kept.append(raw)
+    return "".join(kept)
 
 
 def runtime_closure(requirements: str | Path, lock: str | Path) -> dict[str, str]:
@@ -192,10 +216,13 @@ def conda_environment(requirements: str | Path, lock: str | Path, torch_version:
     return "\n".join(lines) + "\n"
 
 
-def write_conda_environment(torch_version: str, root: str | Path = ".") -> None:
-    """Write :data:`CONDA_ENVIRONMENT` under ``root`` from its lock and requirements (the last
-    step of ``make lock``)."""
+def write_locks(torch_version: str, slurm_full_lock: str | Path, root: str | Path = ".") -> None:
+    """The last step of ``make lock``: write :data:`SLURM_LOCK` (what ``slurm_full_lock``, the
+    plugins' lock resolved over :data:`LOCK`, adds to it) and :data:`CONDA_ENVIRONMENT` under
+    ``root``."""
     root = Path(root)
+    with atomic_output(root / SLURM_LOCK) as out:
+        out.write(overlay_lock(slurm_full_lock, root / LOCK))
     text = conda_environment(root / REQUIREMENTS, root / LOCK, torch_version)
     with atomic_output(root / CONDA_ENVIRONMENT) as out:
         out.write(text)
@@ -205,9 +232,13 @@ def installed() -> dict[str, str]:
     """The running environment's distributions (canonical name -> version), as the names of
     their ``.dist-info`` / ``.egg-info`` folders on ``sys.path`` give them (the first on the
     path wins, as for imports; reading each one's metadata would take every job 0.1 s), this
-    project's own left out: its code is recorded by commit."""
+    project's own left out: its code is recorded by commit. A folder inside a package (what
+    setuptools adds for its vendored copies once imported) is not the environment's, so what a
+    job imported does not change the list."""
     versions: dict[str, str] = {}
     for entry in sys.path:
+        if os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(entry)), "__init__.py")):
+            continue
         try:
             folders = sorted(os.scandir(entry or "."), key=lambda folder: folder.name)
         except OSError:
