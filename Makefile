@@ -11,8 +11,8 @@ TEST_WORKERS ?= auto
 # configured package index; e.g. https://download.pytorch.org/whl/cpu (CPU only) or .../whl/cu126.
 TORCH_VERSION := 2.13.0
 TORCH_INDEX_URL ?=
-# uv installs requirements.lock (about a minute here with bytecode compiled, where pip took
-# 2-3 minutes; the same versions) and makes it (make lock).
+# uv installs requirements.lock (in seconds from its cache, where pip took 2-3 minutes for the
+# same versions) and makes it (make lock).
 # It does not read pip's configuration, so the indexes and wheel folders pip is configured with
 # (a local mirror, say) are handed to it; every index counts alike, as for pip.
 UV_VERSION := 0.13.9
@@ -40,22 +40,25 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	# again: every package (torch's too, installed without it) but their own tests, never
 	# imported and a fifth of the files. A file Python 3.11 cannot compile (torch's
 	# py312_intrinsics.py) is named and left, as pip and uv leave it.
-	-$(BIN)/python -m compileall -q -j 0 -x '/tests?/' src \
+	-$(BIN)/python -m compileall -q -j 0 -x 'site-packages/(.*/)?tests?/' src \
 		$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
 	$(BIN)/python -c 'from hybrid_ir.neural.colbert_compat import build_cpu_kernels; build_cpu_kernels()'
 	touch $@
 
 # requirements.lock: every package requirements.txt needs but torch, at one version, with the
 # sha256 of each of its files (Python 3.11, Linux x86-64); requirements-slurm.lock, the same for
-# what requirements-slurm.txt adds to it; and envs/hybrid-ir.yaml generated from the first. Run it after editing requirements.txt (tests/test_lock.py fails until then). torch's CPU build decides which of its dependencies are
-# locked (CUDA builds bring CUDA libraries of their own): where pip's configuration does not find
-# it, run make lock TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu.
+# what requirements-slurm.txt adds to it; and envs/hybrid-ir.yaml generated from the first. Run
+# it after editing requirements.txt (tests/test_lock.py fails until then). torch's CPU build
+# decides which of torch's dependencies are locked (CUDA builds bring CUDA libraries of their
+# own): where pip's configuration does not find that build, run
+# make lock TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu.
 LOCK_OPTIONS = --no-emit-package torch --generate-hashes --python-version 3.11 \
 	--python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" --quiet \
 	$(UV_SOURCES) $(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL))
 
 lock:
-	constraint=$$(mktemp) && full=$$(mktemp) && echo "torch==$(TORCH_VERSION)+cpu" > "$$constraint" && \
+	constraint=$$(mktemp) && full=$$(mktemp) && \
+	echo "torch==$(TORCH_VERSION)+cpu" > "$$constraint" && \
 	$(BIN)/uv pip compile requirements.txt --constraint "$$constraint" $(LOCK_OPTIONS) \
 		--output-file requirements.lock && \
 	$(BIN)/uv pip compile requirements-slurm.txt --constraint requirements.lock \
@@ -64,8 +67,8 @@ lock:
 		write_locks("$(TORCH_VERSION)", sys.argv[1])' "$$full"; \
 	status=$$?; rm -f "$$constraint" "$$full"; exit $$status
 
-# The SLURM executor plugin (requirements-slurm.txt, locked in requirements-slurm.lock) in a venv of its own over .venv, whose
-# packages a .pth file adds: Snakemake imports every executor plugin beside it at each start, and
+# The SLURM executor plugin (requirements-slurm.txt, locked in requirements-slurm.lock) in a
+# venv of its own over .venv, whose packages a .pth file adds: Snakemake imports every executor plugin beside it at each start, and
 # this one imports pandas (0.6-0.9 s of every `snakemake` call on 2 cores), so .venv goes
 # without it. Run `.venv-slurm/bin/snakemake --profile profiles/slurm ...` on a cluster.
 setup-slurm: $(SLURM_VENV)/.installed
