@@ -17,18 +17,15 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from hybrid_ir.environment import read_requirements
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _runtime_pins() -> dict[str, str]:
     """requirements.txt's runtime pins (up to its tests) and the Makefile's torch pin."""
-    pins = {}
-    for line in (REPO / "requirements.txt").read_text(encoding="utf-8").splitlines():
-        if line.startswith("# Tests"):
-            break
-        if line and not line.startswith("#"):
-            name, version = line.split("==")
-            pins[canonicalize_name(name)] = version
+    runtime = read_requirements(REPO / "requirements.txt", runtime_only=True)
+    pins = {name: version for name, (version, _) in runtime.items()}
     (torch,) = re.findall(r"^TORCH_VERSION := (\S+)$", (REPO / "Makefile").read_text(), re.M)
     return pins | {"torch": torch}
 

@@ -43,7 +43,6 @@ def canonicalize_name(name: str) -> str:
 
 _PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\;]+)\s*\\?$")
 _HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})\s*\\?$")
-_VIA = re.compile(r"#\s+(?:via\s+)?(\S.*)$")
 
 
 @dataclass
@@ -65,7 +64,6 @@ def read_lock(path: str | Path) -> dict[str, LockedPackage]:
     error naming the file and line."""
     packages: dict[str, LockedPackage] = {}
     current: LockedPackage | None = None
-    in_via = False
     with open(path, encoding="utf-8") as lines:
         for number, raw in enumerate(lines, 1):
             line = raw.strip()
@@ -81,19 +79,17 @@ def read_lock(path: str | Path) -> dict[str, LockedPackage]:
                     where = packages[name].line
                     raise InputFormatError(path, number, f"{name} is locked twice (line {where})")
                 current = packages[name] = LockedPackage(name, pin[2], str(path), number)
-                in_via = False
             elif line.startswith("--hash="):
                 hashed = _HASH.fullmatch(line)
                 if current is None or hashed is None:
                     raise InputFormatError(path, number, f"not a sha256 of a pin above: {line!r}")
                 current.hashes.append(hashed[1])
             elif line.startswith("#") and current is not None and raw[0].isspace():
-                if line in ("# via", "#via"):
-                    in_via = True
-                elif line.startswith("# via ") or in_via:
-                    via = _VIA.fullmatch(line)
-                    if via:
-                        current.needed_by.append(via[1])
+                # `# via a` on one line, or `# via` and then `#   a`, `#   b` below it
+                text = line.lstrip("#").strip()
+                parent = text[4:].strip() if text == "via" or text.startswith("via ") else text
+                if parent:
+                    current.needed_by.append(parent)
             elif not line.startswith("#"):
                 raise InputFormatError(path, number, f"not a pin, a hash or a comment: {line!r}")
     _close(path, current)
