@@ -16,6 +16,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hybrid_ir.cli import main
 from hybrid_ir.collections import convert
@@ -466,3 +469,745 @@ def test_a_line_over_the_cap_is_an_error_before_it_is_held_whole(tmp_path, monke
     write(path, at_cap)
     with line_limit(1000):
         read()
+
+
+# 6. round four: hostile documents, outputs and counts -----------------------------------------
+
+
+def nested(depth: int, kinds: str = "[") -> str:
+    """A YAML (flow: JSON too) value nested ``depth`` deep: ``[`` lists, ``{`` mappings."""
+    opening = "".join('{"k": ' if kinds[i % len(kinds)] == "{" else "[" for i in range(depth))
+    closing = "".join("}" if kinds[i % len(kinds)] == "{" else "]" for i in reversed(range(depth)))
+    return opening + "1" + closing
+
+
+@pytest.mark.parametrize("depth", [900, 50_000])
+def test_a_deeply_nested_configuration_is_one_line_not_a_crash(tmp_path, capsys, depth):
+    """50,000 levels crashed libyaml's composer (exit 139); 900 ended in a 3,001-line
+    RecursionError."""
+    overlay = write(tmp_path / "deep.yaml", f"run_depth: 10\nfusions: {nested(depth)}\n")
+    code, out, err = cli(capsys, "config", "--base", str(REPO / "config.yaml"), "--configfile",
+                         str(overlay))  # fmt: skip
+    assert (code, out) == (1, "")
+    assert err == (
+        f"hybrid-ir error: configuration file '{overlay}', line 2: lists and mappings nested "
+        "deeper than 100 levels\n"
+    )
+
+
+def test_deep_json_expected_scores_and_claims_are_refused_before_parsing(tmp_path):
+    from hybrid_ir.checks import load_expected
+    from hybrid_ir.claims_file import load_claims
+    from hybrid_ir.config_layers import read_config_file
+
+    expected = write(tmp_path / "expected.yaml", f"collection: cf\nruns:\n  r: {nested(100_000)}\n")
+    with pytest.raises(InputFormatError, match=r"expected.yaml:3: lists and mappings nested"):
+        load_expected([expected])
+    claims = write(tmp_path / "claims.yaml", f"paper: '001'\nclaims: {nested(5000, '{[')}\n")
+    with pytest.raises(InputFormatError, match=r"claims.yaml:2: lists and mappings nested"):
+        load_claims(claims)
+    json_file = write(tmp_path / "config.json", '{"a":\n' + nested(100_000, "{") + "}")
+    with pytest.raises(ConfigError, match=r"'.*config.json', line 2: lists and mappings nested"):
+        read_config_file(json_file)
+
+
+def test_aliases_count_as_deep_as_their_anchors(tmp_path):
+    """Ten anchors of 60 levels, each inside the next: 600 levels once constructed."""
+    from hybrid_ir.formats import parse_yaml
+
+    lines = [f"a0: &a0 {nested(60)}"]
+    lines += [f"a{i}: &a{i} {nested(60).replace('1', f'*a{i - 1}')}" for i in range(1, 10)]
+    with pytest.raises(InputFormatError, match=r"doc:2: .* 100 levels with its aliases expanded"):
+        parse_yaml("\n".join(lines), "doc")
+    # The top-level mapping, 49 lists, then the 50 of the anchor: 100 levels.
+    assert parse_yaml(f"a: &a {nested(50)}\nb: {nested(49).replace('1', '*a')}\n", "doc")
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(
+    depth=st.integers(min_value=1, max_value=160),
+    kinds=st.text(alphabet="[{", min_size=1, max_size=4),
+    block=st.booleans(),
+)
+def test_nesting_up_to_the_limit_reads_and_beyond_it_is_refused(depth, kinds, block):
+    """Lists and mappings in any order, YAML in flow or block style and JSON: the document
+    as yaml.safe_load and json.loads read it up to 100 levels, one line naming it beyond."""
+    from hybrid_ir.formats import MAX_NESTING, parse_json, parse_yaml
+
+    value: object = 1
+    for i in range(depth):
+        value = {"k": value} if kinds[i % len(kinds)] == "{" else [value]
+    text = json.dumps(value)
+    as_yaml = yaml.safe_dump(value, default_flow_style=not block)
+    if depth <= MAX_NESTING:
+        assert parse_yaml(as_yaml, "doc") == value == parse_json(text, "doc")
+        return
+    for parse, document in ((parse_yaml, as_yaml), (parse_yaml, text), (parse_json, text)):
+        with pytest.raises(InputFormatError, match=r"^doc:\d+: lists and mappings nested deeper"):
+            parse(document, "doc")
+
+
+def test_a_yte_templated_configuration_is_read_as_snakemake_reads_it(tmp_path, capsys):
+    overlay = write(
+        tmp_path / "templated.yaml",
+        "__use_yte__: true\nseed:\n  ?if 1 + 1 == 2:\n    7\n  ?else:\n    8\n",
+    )
+    from hybrid_ir.config_layers import read_config_file
+
+    assert read_config_file(overlay) == {"seed": 7}
+    code, out, err = cli(capsys, "config", "--base", str(REPO / "config.yaml"), "--configfile",
+                         str(overlay))  # fmt: skip
+    assert code == 0, err
+    assert yaml.safe_load(out)["training"]
+
+
+def test_an_endless_configuration_file_is_refused_at_the_size_bound(tmp_path, capsys):
+    code, out, err = cli(capsys, "config", "--base", str(REPO / "config.yaml"), "--configfile",
+                         "/dev/zero")  # fmt: skip
+    assert (code, out) == (1, "")
+    assert err == (
+        "hybrid-ir error: configuration file '/dev/zero': larger than 16,777,216 bytes: not a "
+        "YAML or JSON document\n"
+    )
+
+
+FUSED = "q1 Q0 a 1 0.03278688524590164 rrf\nq1 Q0 b 2 0.03225806451612903 rrf\n"
+
+
+@pytest.fixture
+def fusable(tmp_path) -> Path:
+    return write(tmp_path / "run.trec", "q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\n")
+
+
+def test_output_onto_a_symlink_replaces_its_target_not_the_link(tmp_path, capsys, fusable):
+    """The link was replaced by a file before, its target left as it was."""
+    (tmp_path / "sub").mkdir()
+    target = write(tmp_path / "sub" / "target.trec", "old\n")
+    link = tmp_path / "link.trec"
+    link.symlink_to(target)
+    dangling = tmp_path / "dangling.trec"
+    dangling.symlink_to(tmp_path / "sub" / "new.trec")
+    for output in (link, dangling):
+        code, _, err = cli(capsys, "fuse", "--method", "rrf", str(fusable), str(fusable), "-o",
+                           str(output))  # fmt: skip
+        assert code == 0, err
+        assert output.is_symlink() and output.read_text() == FUSED
+    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["new.trec", "target.trec"]
+
+
+def test_output_to_a_pipe_or_a_device_is_written_through(tmp_path, capsys, fusable):
+    """``-o /dev/stdout`` (and ``/dev/null`` as root) was replaced by a regular file; a link
+    to /dev/null stands in for it here, so that a regression replaces the link, not the
+    device."""
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    code, _, err = cli(capsys, "fuse", "--method", "rrf", str(fusable), str(fusable), "-o",
+                       str(fifo))  # fmt: skip
+    reader.join(timeout=30)
+    assert code == 0, err
+    assert received == [FUSED] and fifo.is_fifo()
+    null = tmp_path / "null"
+    null.symlink_to("/dev/null")
+    code, _, err = cli(capsys, "fuse", "--method", "rrf", str(fusable), str(fusable), "-o",
+                       str(null))  # fmt: skip
+    assert code == 0, err
+    assert null.is_symlink() and null.is_char_device()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "null", "run.trec"]
+
+
+@pytest.mark.parametrize("kind", ["directory", "socket"])
+def test_output_onto_a_directory_or_socket_is_refused(tmp_path, capsys, fusable, kind):
+    """A socket was replaced by the run (exit 0); a directory named the temporary file."""
+    import socket
+
+    special = tmp_path / kind
+    if kind == "directory":
+        special.mkdir()
+    else:
+        bound = socket.socket(socket.AF_UNIX)
+        bound.bind(str(special))
+        bound.close()
+    link = tmp_path / "link"
+    link.symlink_to(special)
+    for output in (special, link):
+        code, out, err = cli(capsys, "fuse", "--method", "rrf", str(fusable), str(fusable), "-o",
+                             str(output))  # fmt: skip
+        assert (code, out) == (1, "")
+        assert err == (
+            f"hybrid-ir error: {output}: not written: it is a {kind}, not a regular file, a "
+            "device or a pipe\n"
+        )
+    assert special.is_dir() if kind == "directory" else special.is_socket()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["link", "run.trec", kind])
+
+
+def tarball(path: Path, members: dict[str, bytes]) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_archive_members_are_read_within_the_line_limit(tmp_path):
+    """A 2 MB BEIR zip of 2 GiB of spaces was read whole (4 GB of memory) and converted to an
+    empty corpus with exit 0; a StackMathQA shard of one endless line was read whole
+    (MemoryError). Here the limit is 1,000 characters and the line 5,000."""
+    from hybrid_ir.collections import get_reader
+    from hybrid_ir.formats import line_limit
+
+    beir = tmp_path / "beir.zip"
+    with zipfile.ZipFile(beir, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("toy/corpus.jsonl", " " * 5000)
+        archive.writestr("toy/queries.jsonl", '{"_id": "q", "text": "x"}\n')
+        archive.writestr("toy/qrels/test.tsv", "query-id\tcorpus-id\tscore\nq\td\t1\n")
+    outputs = {"corpus": tmp_path / "out/corpus.jsonl", "topics_test": tmp_path / "out/t.jsonl"}
+    outputs["qrels_test"] = tmp_path / "out/test.qrels"
+    with line_limit(1000), pytest.raises(InputFormatError) as error:
+        convert("beir", {"dataset": beir}, outputs)
+    assert (error.value.path, error.value.line) == (f"{beir}/toy/corpus.jsonl", 1)
+    assert "a line longer than 1,000 characters (config max_line_chars)" in error.value.problem
+    assert list((tmp_path / "out").iterdir()) == []  # the folder, made first, stays empty
+    pair = {"Q": "q", "A": "a", "meta": {"url": "https://x.org/questions/1", "answer_id": 0}}
+    shard = (json.dumps(pair) + "\n" + "x" * 5000 + "\n").encode()
+    shards = tarball(tmp_path / "shards.tar.gz", {"d/1.jsonl": shard})
+    with line_limit(1000), pytest.raises(InputFormatError) as error:
+        list(get_reader("stackmathqa")({"shards": shards}).docs)
+    assert (error.value.path, error.value.line) == (f"{shards}:d/1.jsonl", 2)
+
+
+@pytest.mark.parametrize("reader", ["arqmath_html", "ntcir_articles"])
+def test_a_page_read_whole_is_bounded_in_size(tmp_path, reader):
+    """A 3 GiB (sparse) page in a tar.gz of ARQMath threads was read whole: MemoryError."""
+    from hybrid_ir.collections.arqmath_html import read_threads
+    from hybrid_ir.collections.ntcir import read_articles
+    from hybrid_ir.formats import line_limit
+
+    name = "threads/1.html" if reader == "arqmath_html" else "wiki/a.html"
+    archive = tarball(tmp_path / "pages.tar.gz", {name: b"<p>" + b" " * 5000})
+    read = read_threads if reader == "arqmath_html" else lambda path: list(read_articles(path))
+    with line_limit(1000), pytest.raises(InputFormatError) as error:
+        read(archive)
+    where = f"{archive}:{name}" if reader == "arqmath_html" else f"{archive}[{name}]"
+    assert str(error.value) == (
+        f"{where}: larger than 1,000 bytes (config max_line_chars), the most a page read whole "
+        "may hold: not a page of this collection"
+    )
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, database=None)
+@given(
+    lengths=st.lists(st.integers(min_value=0, max_value=1200), min_size=1, max_size=6),
+    last_break=st.booleans(),
+    kind=st.sampled_from(["zip", "tar.gz"]),
+)
+def test_archive_member_lines_are_exact_up_to_the_limit(tmp_path_factory, lengths, last_break,
+                                                        kind):  # fmt: skip
+    """Any member: its lines exactly as written while none is over 1,000 characters, else an
+    error naming archive, member and the first line over."""
+    import tarfile
+
+    from hybrid_ir.formats import MemberText, line_limit
+
+    lines = [("é" * length)[:length] for length in lengths]
+    text = "\n".join(lines) + ("\n" if last_break else "")
+    directory = tmp_path_factory.mktemp("member")
+    if kind == "zip":
+        path = directory / "a.zip"
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("m.txt", text.encode())
+        opened = zipfile.ZipFile(path)
+        raw = opened.open("m.txt")
+    else:
+        path = tarball(directory / "a.tar.gz", {"m.txt": text.encode()})
+        opened = tarfile.open(path)
+        raw = opened.extractfile("m.txt")
+    over = next((number for number, line in enumerate(lines, 1) if len(line) > 1000), None)
+    with opened, line_limit(1000), MemberText(raw, f"{path}:m.txt") as member:
+        if over is None:
+            assert list(member) == text.splitlines(keepends=True)
+            return
+        with pytest.raises(InputFormatError) as error:
+            list(member)
+    assert (error.value.path, error.value.line) == (f"{path}:m.txt", over)
+
+
+def provenance_record(output: str, inputs: list, **fields: object) -> Path:
+    """A record as write_records writes it, for ``output`` (made too when under results/)."""
+    record = {"output": output, "sha256": None, "rule": "r", "wildcards": {}, "inputs": inputs,
+              "raw_inputs": {}, "seeds": {}, "git": {"commit": "c" * 40, "dirty": False},
+              "config_sha256": "e" * 64, "packages": {}, "device": "cpu", "threads": 1,
+              "wall_time_s": 1.0, **fields}  # fmt: skip
+    path = Path("results/provenance") / f"{output.lstrip('/')}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record), encoding="utf-8")
+    if output.startswith("results/") and not os.path.lexists(output):
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text("x\n")
+    return path
+
+
+def test_provenance_reads_records_only_under_results_and_names_what_is_outside(
+    tmp_path, monkeypatch, capsys
+):
+    """Records for /dev/zero and /etc/shadow were followed: /dev/zero hashed forever,
+    /etc/shadow hashed; an absolute or missing path was "a file of the workflow's
+    repository"."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "config.yaml", "a: 1\n")
+    inputs = ["/dev/zero", "/etc/shadow", "../elsewhere.txt", "gone.yaml",
+              str(tmp_path / "config.yaml")]  # fmt: skip
+    provenance_record("results/table.md", inputs)
+    provenance_record("/dev/zero", [], sha256="ab" * 32)
+    provenance_record("/etc/shadow", [], sha256="ab" * 32)
+    code, out, err = cli(capsys, "provenance", "results/table.md")
+    assert code == 0, err
+    assert out.splitlines()[-5:] == [
+        "  /dev/zero (outside the workflow's repository: not read)",
+        "  /etc/shadow (outside the workflow's repository: not read)",
+        "  ../elsewhere.txt (outside the workflow's repository: not read)",
+        "  gone.yaml (no longer on disk)",
+        "  config.yaml (a file of the workflow's repository)",
+    ]
+
+
+@pytest.mark.parametrize("result", ["/dev/zero", "config.yaml", "results/zero", "results/fifo"])
+def test_provenance_of_anything_but_a_result_is_refused(tmp_path, monkeypatch, capsys, result):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "config.yaml", "a: 1\n")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "zero").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "results" / "fifo")
+    for output in (result, "results/zero", "results/fifo"):
+        provenance_record(output, [], sha256="ab" * 32)
+    code, out, err = cli(capsys, "provenance", result)
+    assert (code, out) == (1, "")
+    assert err == (
+        f"hybrid-ir error: {result}: not a workflow result (a file or folder under results/)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "output"),
+    [
+        ("inputs", [1, 2], "text"),
+        ("environment", "x", "text"),
+        ("wildcards", {"a": ["b"]}, "text"),
+        ("seeds", {"params.seed": "7"}, "text"),
+        ("git", {"commit": "c", "dirty": "no"}, "text"),
+        ("raw_inputs", ["a"], "json"),
+        ("wall_time_s", float("nan"), "json"),
+        ("wall_time_s", -1, "text"),
+    ],
+)
+def test_a_provenance_record_of_wrong_types_is_one_line(tmp_path, monkeypatch, capsys, field,
+                                                        value, output):  # fmt: skip
+    """A list of numbers as inputs (TypeError), a string environment (TypeError), a NaN wall
+    time with --format json (ValueError) were tracebacks."""
+    monkeypatch.chdir(tmp_path)
+    provenance_record("results/corpus.jsonl", [])
+    path = provenance_record("results/run.trec", ["results/corpus.jsonl"])
+    record = json.loads(path.read_text())
+    record[field] = value
+    path.write_text(json.dumps(record))
+    code, out, err = cli(capsys, "provenance", "results/run.trec", "--format", output)
+    assert (code, out) == (1, "")
+    assert err == (
+        f"hybrid-ir error: {path}: provenance record without a valid {field!r} (corrupt or "
+        "edited?)\n"
+    )
+
+
+def test_a_long_or_deep_provenance_record_is_one_line(tmp_path, monkeypatch, capsys):
+    """3,000 records in a chain and a record nested 100,000 deep were RecursionErrors."""
+    monkeypatch.chdir(tmp_path)
+    for i in range(3000):
+        provenance_record(f"results/{i}", [f"results/{i + 1}"] if i < 2999 else [])
+    code, out, err = cli(capsys, "provenance", "results/0")
+    assert (code, out) == (1, "")
+    assert err == (
+        "hybrid-ir error: results/provenance/results/100.json: provenance records chained more "
+        "than 100 deep: not a chain the workflow writes (edited records?)\n"
+    )
+    provenance_record("results/99", [])
+    code, out, _ = cli(capsys, "provenance", "results/0", "--format", "json")
+    assert code == 0 and json.loads(out)["file"] == "results/0"
+    deep = provenance_record("results/deep", [])
+    deep.write_text('{"inputs":\n' + nested(100_000) + "}")
+    code, out, err = cli(capsys, "provenance", "results/deep")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"hybrid-ir error: {deep}:2: not a provenance record: lists and mappings nested deeper "
+        "than 100 levels\n"
+    )
+
+
+def test_control_characters_in_a_provenance_record_are_shown_escaped(tmp_path, monkeypatch,
+                                                                     capsys):  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    provenance_record("results/run.trec", ["results/\x1b[31mred"], rule="\x1b[2Jevil",
+                      wildcards={"x": "\x1b]0;title\x07"})  # fmt: skip
+    code, out, err = cli(capsys, "provenance", "results/run.trec")
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out
+    assert "  rule \\x1b[2Jevil x=\\x1b]0;title\\x07" in out.splitlines()
+    assert "  results/\\x1b[31mred (no longer on disk, and no provenance record)" in out
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(
+    edges=st.lists(
+        st.lists(st.integers(min_value=0, max_value=14), max_size=4), min_size=1, max_size=12
+    ),
+)
+def test_any_graph_of_records_is_followed_once_per_record(tmp_path_factory, edges):
+    """Records whose inputs form any graph (cycles, a record its own input, inputs with no
+    record, outside the repository or gone): each reachable record is expanded once, later
+    meetings are "listed above", and nothing outside results/ is read."""
+    from hybrid_ir.provenance import PROVENANCE_STATES, provenance_tree
+
+    names = [f"results/n{i}" for i in range(len(edges))] + ["config.yaml", "/etc/passwd"]
+    names += ["results/unrecorded", "gone.yaml"]
+    directory = tmp_path_factory.mktemp("records")
+    previous = os.getcwd()
+    os.chdir(directory)
+    try:
+        write(directory / "config.yaml", "a: 1\n")
+        for i, targets in enumerate(edges):
+            provenance_record(names[i], [names[t % len(names)] for t in targets])
+        tree = provenance_tree("results/n0")
+    finally:
+        os.chdir(previous)
+    expanded, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        assert node["state"] in PROVENANCE_STATES
+        if "rule" in node:
+            expanded.append(node["file"])
+            stack.extend(node["inputs"])
+        elif node["file"].startswith("results/n"):
+            assert node["state"] == "listed_above"
+    reachable, pending = set(), [0]
+    while pending:
+        i = pending.pop()
+        if i not in reachable:
+            reachable.add(i)
+            pending += [t % len(names) for t in edges[i] if t % len(names) < len(edges)]
+    assert sorted(expanded) == sorted(names[i] for i in reachable)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["search", "idx", "t.jsonl", "-o", "r.trec", "--depth", "3000000000"],
+         "--depth must be at most 2,147,483,647 (a Java int, the most Lucene takes), got "
+         "3000000000"),
+        (["index", "c.jsonl", "idx", "--threads", "3000000000"],
+         "--threads must be at most 2,147,483,647 (a Java int, the most Lucene takes), got "
+         "3000000000"),
+        (["search", "idx", "t.jsonl", "-o", "r.trec", "--k1", "nan"],
+         "--k1 must be a finite number of at least 0, got nan"),
+        (["search", "idx", "t.jsonl", "-o", "r.trec", "--k1", "-0.5"],
+         "--k1 must be a finite number of at least 0, got -0.5"),
+        (["search", "idx", "t.jsonl", "-o", "r.trec", "--b", "-5"],
+         "--b must be from 0 to 1, got -5.0"),
+        (["search", "idx", "t.jsonl", "-o", "r.trec", "--b", "nan"],
+         "--b must be from 0 to 1, got nan"),
+        (["compare", "r.trec", "--baseline", "b.trec", "--qrels", "q", "--permutations",
+          "10000000000"],
+         "--permutations must be at most 1,000,000 (the most sign flips a test draws), got "
+         "10000000000"),
+    ],
+    ids=["depth", "threads", "k1 nan", "k1 negative", "b negative", "b nan", "permutations"],
+)  # fmt: skip
+def test_counts_and_bm25_parameters_the_engine_cannot_take_are_one_line(capsys, argv, message):
+    """Lucene threw a JavaException (depth, threads, k1, b); 10^10 permutations ran for
+    hours."""
+    code, out, err = cli(capsys, *argv)
+    assert (code, out) == (1, "")
+    assert err == f"hybrid-ir error: {message}\n"
+
+
+def test_the_permutations_maximum_is_in_help_and_in_the_test_itself(capsys):
+    from hybrid_ir.stats import randomization_test
+
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    assert "at most 1,000,000" in " ".join(capsys.readouterr().out.split())
+    with pytest.raises(ParameterError, match=r"from 1 to 1,000,000, got 1000001"):
+        randomization_test({"q1": 1.0, "q2": 0.0}, {"q1": 0.0, "q2": 0.0}, 1_000_001)
+
+
+def test_a_measure_cut_off_beyond_what_trec_eval_reads_names_the_measure(tmp_path, qrels, capsys):
+    """trec_eval read it as P_9223372036854775807, which ir_measures looked up: KeyError."""
+    run = write(tmp_path / "run.trec", "q1 Q0 a 1 2.0 t\n")
+    argv = ["evaluate", "--qrels", str(qrels), "--run", str(run), "--measures"]
+    code, out, err = cli(capsys, *argv, "P@99999999999999999999")
+    assert (code, out) == (1, "")
+    assert err == (
+        "hybrid-ir error: measure 'P@99999999999999999999': the cut-off is beyond "
+        "9,223,372,036,854,775,807, the largest trec_eval reads\n"
+    )
+    code, out, err = cli(capsys, *argv, "P@9223372036854775807")
+    assert code == 0, err
+
+
+def test_a_run_depth_beyond_a_java_int_names_the_key(tmp_path, capsys):
+    overlay = write(tmp_path / "depth.yaml", "run_depth: 3000000000\n")
+    code, out, err = cli(capsys, "config", "--base", str(REPO / "config.yaml"), "--configfile",
+                         str(overlay))  # fmt: skip
+    assert (code, out) == (1, "")
+    assert err == (
+        f"hybrid-ir error: {overlay}: run_depth: 3000000000 is greater than the maximum of "
+        "2147483647\n"
+    )
+
+
+def test_every_count_an_engine_takes_has_the_java_int_maximum():
+    """Depths, top-k, threads, batch and shard sizes reach Lucene, Approach0, faiss or
+    ColBERT's extension as a 32-bit int: the schema stops a larger one at the key."""
+    from hybrid_ir.lucene.search import JAVA_INT_MAX
+
+    counts = {"run_depth", "depth", "k", "threads", "shards", "batch_size", "shard_size",
+              "encode_window", "encode_batch_size", "micro_batch_size", "ncells", "ndocs",
+              "max_k", "cutoff", "max_rank", "cpu_processes"}  # fmt: skip
+    found = []
+    stack = [yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for name, rule in (node.get("properties") or {}).items():
+                kinds = rule.get("type") if isinstance(rule, dict) else None
+                if name in counts and kinds in ("integer", ["integer", "null"]):
+                    found.append((name, rule.get("maximum")))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    assert len(found) >= 30
+    assert [name for name, maximum in found if maximum != JAVA_INT_MAX] == []
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b'{"paper": "001", "verdicts": [', ":1: invalid JSON: Expecting value"),
+        (b"[1, 2]", ": not a claims verdicts file: a JSON list, not an object"),
+        (b'{"paper": "001", "title": "t"}',
+         ": not a claims verdicts file: 'verdicts' missing or not a list"),
+        ('{"paper": "café"}'.encode("latin-1"), ":1: not UTF-8 text (byte 0xe9)"),
+        (b'{"paper": "001", "title": "t", "verdicts": [{"id": "c1", "verdict": "holds"}]}',
+         ": not a claims verdicts file: verdicts[0]: 'topics' missing or not an integer"),
+        (b'{"paper": "001", "title": "t", "verdicts": [{"id": "c1", "verdict": "x", '
+         b'"effect": "big", "topics": 3}]}',
+         ": not a claims verdicts file: verdicts[0]: 'effect' missing or not a number or null"),
+    ],
+    ids=["bad JSON", "a list", "no verdicts", "not UTF-8", "no topics", "effect a string"],
+)  # fmt: skip
+def test_a_bad_claims_verdicts_file_is_one_line(tmp_path, capsys, content, problem):
+    """Each was a traceback (JSONDecodeError, TypeError, KeyError, UnicodeDecodeError)."""
+    verdicts = tmp_path / "claims" / "paper001.json"
+    verdicts.parent.mkdir()
+    verdicts.write_bytes(content)
+    for output in ("text", "json"):
+        code, out, err = cli(capsys, "claims", "--results", str(tmp_path), "--format", output)
+        assert (code, out) == (1, "")
+        assert err == f"hybrid-ir error: {verdicts}{problem}\n"
+
+
+def test_control_characters_in_a_claims_title_are_shown_escaped(tmp_path, capsys):
+    verdicts = tmp_path / "claims" / "paper001.json"
+    verdicts.parent.mkdir()
+    document = {"paper": "001", "title": "\x1b[2J\x1b[31mred", "verdicts": []}
+    verdicts.write_text(json.dumps(document))
+    code, out, err = cli(capsys, "claims", "--results", str(tmp_path))
+    assert code == 0, err
+    assert out.splitlines()[0] == "Paper 001: \\x1b[2J\\x1b[31mred"
+    code, out, err = cli(capsys, "claims", "--results", str(tmp_path), "--format", "json")
+    assert code == 0 and "\x1b" not in out and json.loads(out)[0]["title"] == document["title"]
+
+
+def test_a_latin1_checks_summary_names_line_and_byte(tmp_path, capsys):
+    """A UnicodeDecodeError traceback before."""
+    header = "collection\trun\tmetric\texpected\tactual\ttolerance\tstatus\n"
+    summary = write(tmp_path / "summary.tsv",
+                    (header + "café\tr\tm\t0.5\t0.5\t0.01\tPASS\n").encode("latin-1"))  # fmt: skip
+    code, out, err = cli(capsys, "check", str(summary))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"hybrid-ir error: {summary}:2: not UTF-8 text (byte 0xe9 at column 4); convert it to "
+        "UTF-8 first (e.g. iconv -f latin1 -t utf-8)\n"
+    )
+
+
+def beir_folder(root: Path, corpus: str, qrels: str = "q\td1\t1\n") -> Path:
+    (root / "toy" / "qrels").mkdir(parents=True)
+    write(root / "toy" / "corpus.jsonl", corpus)
+    write(root / "toy" / "queries.jsonl", '{"_id": "q", "text": "x"}\n')
+    write(root / "toy" / "qrels" / "test.tsv", "query-id\tcorpus-id\tscore\n" + qrels)
+    return root / "toy"
+
+
+DOC = '{"_id": "%s", "title": "", "text": "x"}\n'
+
+
+@pytest.mark.parametrize(
+    ("corpus", "qrels", "where", "problem"),
+    [
+        (DOC % "d1" + DOC % "d2" + DOC % "d1", "q\td1\t1\n", "corpus.jsonl:3",
+         "id 'd1' repeats line 1: ids must be unique"),
+        ('{"_id": "d1", "_id": "d2", "title": "", "text": "x"}\n', "q\td1\t1\n",
+         "corpus.jsonl:1", "key '_id' given twice in one object: which value is meant is unclear"),
+        ("\n", "q\td1\t1\n", "corpus.jsonl", "no documents: an empty corpus"),
+        (DOC % "d1", "", "qrels/test.tsv", "no judgments: every score against it would be 0"),
+    ],
+    ids=["duplicate id", "duplicate key", "empty corpus", "empty qrels"],
+)  # fmt: skip
+def test_beir_records_the_workflow_would_refuse_later_are_refused_by_the_reader(
+    tmp_path, capsys, corpus, qrels, where, problem
+):
+    """Each was converted with exit 0 (the key's last value kept) and failed a later step."""
+    dataset = beir_folder(tmp_path / "raw", corpus, qrels)
+    out = tmp_path / "out"
+    code, _, err = cli(capsys, "convert", "beir", "--source", f"dataset={dataset}", "--topics",
+                       "test", "--qrels", "test", "-o", str(out))  # fmt: skip
+    assert code == 1
+    assert err.splitlines()[-1] == f"hybrid-ir error: {dataset}/{where}: {problem}"
+    assert not (out / "corpus.jsonl").exists()
+
+
+def test_a_stackmathqa_pair_given_twice_names_both_places(tmp_path):
+    from hybrid_ir.collections import get_reader
+
+    def pair(answer_id: int) -> bytes:
+        meta = {"url": "https://math.stackexchange.com/questions/7", "answer_id": answer_id}
+        return (json.dumps({"Q": "q", "A": "a", "meta": meta}) + "\n").encode()
+
+    shards = tarball(tmp_path / "s.tar.gz", {"d/1.jsonl": pair(1) + pair(2),
+                                              "d/2.jsonl": pair(3) + pair(1)})  # fmt: skip
+    with pytest.raises(InputFormatError) as error:
+        list(get_reader("stackmathqa")({"shards": shards}).docs)
+    assert str(error.value) == (
+        f"{shards}:d/2.jsonl:2: id 'math.stackexchange.com-7-1' repeats {shards}:d/1.jsonl:1: "
+        "ids must be unique"
+    )
+    empty = tarball(tmp_path / "e.tar.gz", {"d/README": b"no shards\n"})
+    with pytest.raises(InputFormatError, match=r"e.tar.gz: no question/answer pairs"):
+        list(get_reader("stackmathqa")({"shards": empty}).docs)
+
+
+def test_an_arqmath_topic_number_given_twice_names_both_lines(tmp_path):
+    from hybrid_ir.collections.arqmath import read_topics
+
+    topic = '<Topic number="%s">\n  <Title>t</Title><Question>q</Question>\n</Topic>\n'
+    topics = topic % "A.1" + topic % "A.2" + topic % "A.1"
+    xml = write(tmp_path / "topics.xml", f"<Topics>\n{topics}</Topics>\n")
+    with pytest.raises(InputFormatError) as error:
+        read_topics(xml)
+    assert str(error.value) == (
+        f"{xml}:8: topic 'A.1' repeats the one on line 2: topic numbers must be unique"
+    )
+
+
+def test_a_fused_run_that_includes_itself_names_the_key(tmp_path, capsys):
+    """Snakemake's CyclicGraphException on rule fuse_runs named no key."""
+    overlay = write(tmp_path / "cycle.yaml", "fusions:\n  cf:\n"
+                    "    fa: {topics: all, method: rrf, runs: [vsr, fb]}\n"
+                    "    fb: {topics: all, method: rrf, runs: [dense-minilm, fc]}\n"
+                    "    fc: {topics: all, method: rrf, runs: [vsr, fa]}\n")  # fmt: skip
+    code, out, err = cli(capsys, "config", "--base", str(REPO / "config.yaml"), "--configfile",
+                         str(overlay))  # fmt: skip
+    assert (code, out) == (1, "")
+    assert err == (
+        f"hybrid-ir error: {overlay}: fusions.cf.fc.runs: fa includes fb includes fc includes "
+        "fa: a fused run cannot include itself\n"
+    )
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, database=None)
+@given(edges=st.lists(st.lists(st.integers(min_value=0, max_value=9), max_size=3), max_size=8))
+def test_fused_runs_are_refused_exactly_when_they_form_a_cycle(edges):
+    """Any graph of fused runs (and plain runs, numbers past the fused ones): refused iff
+    graphlib finds a cycle, the cycle named being one."""
+    import graphlib
+
+    from hybrid_ir.config_checks import _check_fusion_cycle
+
+    fused = {f"f{i}": {"runs": [f"f{t}" for t in targets]} for i, targets in enumerate(edges)}
+    graph = {name: [r for r in entry["runs"] if r in fused] for name, entry in fused.items()}
+    try:
+        list(graphlib.TopologicalSorter(graph).static_order())
+        cyclic = False
+    except graphlib.CycleError:
+        cyclic = True
+    if not cyclic:
+        _check_fusion_cycle(fused, "fusions.c")
+        return
+    with pytest.raises(ConfigError) as error:
+        _check_fusion_cycle(fused, "fusions.c")
+    cycle = str(error.value).split(": ")[1].split(" includes ")
+    assert cycle[0] == cycle[-1]
+    assert all(b in graph[a] for a, b in zip(cycle, cycle[1:], strict=False))
+    assert str(error.value).startswith(f"fusions.c.{cycle[-2]}.runs: ")
+
+
+@pytest.mark.parametrize("path", ["cf/original/{x}", "cf/original/cf\n74"])
+def test_a_source_path_no_rule_can_hold_names_the_key(path):
+    """A WildcardError in rule convert_cf named no key."""
+    from hybrid_ir.plan import Plan
+
+    plan = Plan.__new__(Plan)
+    with pytest.raises(ConfigError) as error:
+        plan.raw_file(path, "collections.cf.sources.cf74")
+    character = "{" if "{" in path else "\n"
+    assert str(error.value) == (
+        f"config: collections.cf.sources.cf74: {path!r} holds {character!r}, which no path of a "
+        "workflow rule may hold (braces are Snakemake's wildcards)"
+    )
+
+
+def test_combsum_weights_that_are_all_zero_are_refused(tmp_path, capsys):
+    """Every fused score was 0 and the run written, exit 0."""
+    from hybrid_ir.fusion import fuse
+
+    runs = [{"q1": {"a": 2.0, "b": 1.0}}, {"q1": {"b": 2.0, "a": 1.0}}]
+    with pytest.raises(ConfigError, match=r"weights must not all be zero, got \[0, 0.0\]"):
+        fuse("combsum", runs, weights=[0, 0.0])
+    assert fuse("combsum", runs, weights=[0, 1.0])["q1"] == {"b": 1.0, "a": 0.0}
+    overlay = write(tmp_path / "zero.yaml", "fusions:\n  cf:\n    zero: {topics: all, method: "
+                    "combsum, runs: [vsr, dense-minilm], params: {weights: [0, 0]}}\n")  # fmt: skip
+    code, _, err = cli(capsys, "config", "--base", str(REPO / "config.yaml"), "--configfile",
+                       str(overlay))  # fmt: skip
+    assert code == 1
+    assert err.startswith(f"hybrid-ir error: {overlay}: fusions.cf.zero: fusion parameter "
+                          "weights must not all be zero")  # fmt: skip
+
+
+def test_compare_latex_escapes_every_special_character(tmp_path, capsys):
+    """A run named we^ird~{x}\\y was set as LaTeX: superscript, a space, a group, a command."""
+    qrels = write(tmp_path / "q.qrels", "q1 0 d1 1\nq2 0 d2 1\n")
+    run = write(tmp_path / "we^ird~{x}\\y&_%#$.trec", "q1 Q0 d1 1 2.0 t\nq2 Q0 d1 1 2.0 t\n")
+    base = write(tmp_path / "base.trec", "q1 Q0 d2 1 2.0 t\nq2 Q0 d2 1 2.0 t\n")
+    code, out, err = cli(capsys, "compare", str(run), "--baseline", str(base), "--qrels",
+                         str(qrels), "--measures", "P@1", "--format", "latex")  # fmt: skip
+    assert code == 0, err
+    escaped = r"we\textasciicircum{}ird\textasciitilde{}\{x\}\textbackslash{}y\&\_\%\#\$"
+    assert f"P@1 & {escaped} & " in out
+    assert "exact over all $2^n$ flips" in " ".join(out.split())
+
+
+def test_control_characters_in_run_file_names_are_shown_escaped(tmp_path, qrels, capsys):
+    run = write(tmp_path / "r\x1b[31m\r.trec", "q1 Q0 a 1 2.0 t\n")
+    code, out, err = cli(capsys, "evaluate", "--qrels", str(qrels), "--run", str(run),
+                         "--measures", "P@1")  # fmt: skip
+    assert code == 0, err
+    assert "\x1b" not in out and "\r" not in out
+    assert "/r\\x1b[31m\\r.trec | all | 0.5000 |" in out

@@ -393,6 +393,52 @@ def test_crossval_more_folds_than_topics_is_one_line(capsys, files):
     assert "4 topic(s) into 5 folds" in err
 
 
+# measures chosen from the qrels -----------------------------------------------------------------
+
+
+def test_evaluate_and_crossval_choose_their_measures_from_the_qrels(capsys, files, tmp_path):
+    graded_note = (
+        "hybrid-ir: measures: arqmath (the qrels' grades are 0-2: relevant from 2; --measures "
+        "to choose)\n"
+    )
+    code, out, err = _run(capsys, ["evaluate", "--qrels", files["qrels"], "--run", files["dense"]])
+    assert (code, err) == (0, graded_note)
+    assert out.splitlines()[0] == (
+        "| run | topic | nDCG' | MAP' | P'@10 | BPref | Judged@10 | Judged@1000 | Rel_Ret |"
+    )
+    binary = tmp_path / "binary.qrels"
+    binary.write_text(QRELS.replace("c 2", "c 1"), encoding="utf-8")
+    code, out, err = _run(capsys, ["evaluate", "--qrels", str(binary), "--run", files["dense"]])
+    assert (code, err) == (0, "hybrid-ir: measures: beir (the qrels' grades are 0-1; --measures "
+                              "to choose)\n")  # fmt: skip
+    assert out.splitlines()[0] == "| run | topic | nDCG@10 | R@100 | R@1000 |"
+    code, out, err = _run(
+        capsys, ["crossval", files["dense"], files["base"], "--qrels", files["qrels"], "--folds",
+                 "2", "--alphas", "0.5"],
+    )  # fmt: skip
+    assert (code, err) == (0, graded_note)
+    assert [line.split(" | ")[0] for line in out.splitlines()[2:]] == [
+        "| nDCG'", "| MAP'", "| P'@10", "| BPref", "| Judged@10", "| Judged@1000", "| Rel_Ret"
+    ]  # fmt: skip
+    code, _, err = _run(capsys, ["evaluate", "--qrels", files["qrels"], "--run", files["dense"],
+                                 "--measures", "P@1"])  # fmt: skip
+    assert (code, err) == (0, "")  # measures given: nothing to say
+
+
+@pytest.mark.parametrize("command", ["evaluate", "crossval"])
+def test_a_measure_no_qrels_grade_makes_relevant_is_one_line(capsys, files, command):
+    runs = ["--run", files["dense"]] if command == "evaluate" else [files["dense"], files["base"]]
+    code, out, err = _run(
+        capsys, [command, *runs, "--qrels", files["qrels"], "--measures", "P@1", "P(rel=3)@5"]
+    )
+    assert (code, out) == (1, "")
+    assert err == (
+        f"hybrid-ir error: {files['qrels']}: P(rel=3)@5 counts relevance >= 3 as relevant, but "
+        "the qrels' grades are 0-2: no topic has a relevant document for it (--measures to "
+        "choose others)\n"
+    )
+
+
 # check -----------------------------------------------------------------------------------------
 
 SUMMARY_HEADER = "collection\trun\tmetric\texpected\tactual\ttolerance\tstatus\n"
@@ -413,6 +459,37 @@ def test_check_passes_and_fails(capsys, tmp_path):
     assert (code, out) == (1, "")
     assert err.startswith("hybrid-ir error: 1 of 3 checks failed") and err.count("\n") == 1
     assert "NDCG@10: expected 0.4 +- 0.0001, got 0.390000" in err
+
+
+@pytest.mark.parametrize(
+    ("row", "problem"),
+    [
+        ("P@10\t0.5\t0.9\t0.01\tPASS", "P@10: expected 0.5 +- 0.01, got 0.9, outside the band, "
+         "but its status says 'PASS'"),
+        ("P@10\t0.5\t0.505\t0.01\tFAIL", "P@10: expected 0.5 +- 0.01, got 0.505, inside the "
+         "band, but its status says 'FAIL'"),
+        ("P@10\t0.5\t0.5\t0.01\tpassed", "P@10: expected 0.5 +- 0.01, got 0.5, inside the band, "
+         "but its status says 'passed'"),
+        ("P@10\t0.5\tn/a\t0.01\tPASS", "P@10: expected '0.5', actual 'n/a' and tolerance '0.01' "
+         "are not all numbers"),
+    ],
+    ids=["pass outside the band", "fail inside it", "other status", "not a number"],
+)  # fmt: skip
+def test_check_recomputes_every_status_from_expected_actual_and_tolerance(
+    capsys, tmp_path, row, problem
+):
+    summary = tmp_path / "summary.tsv"
+    summary.write_text(
+        SUMMARY_HEADER
+        + "cf\tbm25-flat (all qrels)\tMAP\t0.3\t0.300000\t0.0001\tPASS\n"
+        + f"cf\tbm25-flat (all qrels)\t{row}\n",
+        encoding="utf-8",
+    )
+    code, out, err = _run(capsys, ["check", str(summary)])
+    assert (code, out) == (1, "")
+    assert err == (
+        f"hybrid-ir error: 1 of 2 checks failed: {summary}:3: cf bm25-flat (all qrels) {problem}\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -485,7 +562,8 @@ def test_a_file_name_with_terminal_escapes_is_printed_escaped(capsys, tmp_path, 
 def test_a_topic_judged_only_negatively_is_one_line_not_a_crash(tmp_path, files):
     """pytrec_eval killed the process (exit 139) on the arqmath set with such a topic."""
     qrels = tmp_path / "negative.qrels"
-    qrels.write_text("q1 0 a -1\nq1 0 x -3\nq2 0 b 1\n", encoding="utf-8")
+    # q2's grade 2 gives the arqmath set's level-2 measures a relevant document to look for.
+    qrels.write_text("q1 0 a -1\nq1 0 x -3\nq2 0 b 2\n", encoding="utf-8")
     program = "import sys; from hybrid_ir.cli import main; sys.exit(main())"
     for argv in (
         ["evaluate", "--qrels", str(qrels), "--run", files["dense"], "--measures", "arqmath"],
@@ -549,8 +627,13 @@ def _parsers() -> list[tuple[str, argparse.ArgumentParser]]:
 
 def test_every_subcommand_is_walked():
     names = {name for name, _ in _parsers()}
-    assert {"hybrid-ir compare", "hybrid-ir manifest add", "hybrid-ir hub pin"} <= names
-    assert len(names) == 19  # completion included
+    assert {
+        "hybrid-ir compare",
+        "hybrid-ir manifest add",
+        "hybrid-ir hub pin",
+        "hybrid-ir data",
+    } <= names
+    assert len(names) == 21  # completion included
 
 
 @pytest.mark.parametrize("name, parser", _parsers(), ids=lambda v: v if isinstance(v, str) else "")
@@ -585,9 +668,10 @@ def test_measures_defaults_are_stated(capsys):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         texts[command] = " ".join(capsys.readouterr().out.split())
-    assert "(default: beir, i.e. nDCG@10 R@100 R@1000)" in texts["evaluate"]
-    assert "(default: arqmath, unlike evaluate's beir)" in texts["crossval"]
-    assert "(default: arqmath)" in texts["compare"]
+    for command in ("evaluate", "crossval", "compare"):
+        assert "(default: chosen from the qrels and said on stderr: arqmath, relevant from grade " \
+            "2, when a grade is 2 or more, else beir, i.e. nDCG@10 R@100 R@1000)" \
+            in texts[command], command  # fmt: skip
     assert "--format {md,csv,json} output: a Markdown table, CSV" in texts["evaluate"]
     assert "random sign flips of the randomization test" in texts["compare"]
     assert "(default: 10000)" in texts["compare"] and "(default: 1234)" in texts["compare"]

@@ -217,7 +217,7 @@ def test_randomization_degenerate_inputs():
     assert randomization_test({"a": 1.0}, {"a": 0.0}).pvalue == 1.0
     same = {f"q{i}": 0.5 for i in range(6)}
     assert randomization_test(same, dict(same)).pvalue == 1.0  # no difference: every flip ties
-    with pytest.raises(ParameterError, match="permutations must be at least 1"):
+    with pytest.raises(ParameterError, match="permutations must be from 1 to 1,000,000, got 0"):
         randomization_test(same, same, permutations=0)
 
 
@@ -374,6 +374,9 @@ def test_holm_columns_and_markers_follow_the_adjusted_p(files):
         assert float(row["ttest_p_holm"]) == computed.ttest_holm
         assert float(row["randomization_p_holm"]) == computed.randomization_holm
         assert computed.ttest_holm >= computed.ttest.pvalue
+        if computed.measure == "Rel_Ret":  # a diagnostic count: never marked
+            assert computed.marker == ""
+            continue
         assert computed.marker == ("**" if computed.ttest_holm < 0.01 else
                                    "*" if computed.ttest_holm < 0.05 else "")  # fmt: skip
 
@@ -462,7 +465,7 @@ def test_json_writes_a_number_that_is_not_finite_as_null():
     from hybrid_ir.stats import RandomizationTest, TTest
 
     nan = float("nan")
-    row = Comparison("P@5", "same", "same.trec", 0.5, 0.5, False, TTest(nan, nan, 6),
+    row = Comparison("P@5", "same", "same.trec", 6, 0.5, 0.5, False, TTest(nan, nan, 6),
                      RandomizationTest(0.0, 1.0, 6, 64, True))  # fmt: skip
     table = CompareTable("base", "base.trec", "q.qrels", (row,), (Coverage("same", 6, 6),), 64, 1,
                          False)  # fmt: skip
@@ -484,3 +487,121 @@ def test_json_for_a_run_that_fails_to_parse_is_one_line_naming_it_and_no_documen
     assert code != 0 and out == ""
     (line,) = err.strip().splitlines()
     assert line == f"hybrid-ir error: {broken}:2: rank 'two' is not an integer"
+
+
+# measures that fit the qrels, undefined scores, diagnostic columns -----------------------------
+
+SURE = [f"T.{i}" for i in range(1, 9)]
+
+
+@pytest.fixture
+def judged(tmp_path: Path) -> dict[str, str]:
+    """Graded qrels (three documents each at grades 2, 1 and 0 per topic, and a grade-3 document
+    only in T.99, which no run answers); "good" ranks 1 to 3 of a topic's grade-2 documents
+    first, "blind" only unjudged documents."""
+    qrels = tmp_path / "graded.qrels"
+    qrels.write_text(
+        "".join(
+            f"{topic} 0 {topic}-{kind}{j} {grade}\n"
+            for topic in SURE
+            for kind, grade in (("r", 2), ("p", 1), ("n", 0))
+            for j in range(3)
+        )
+        + "T.99 0 T.99-best 3\n",
+        encoding="utf-8",
+    )
+    good, blind = [], []
+    for index, topic in enumerate(SURE):
+        docs = [f"{topic}-r{j}" for j in range(index % 3 + 1)] + [f"{topic}-n0", f"{topic}-p0"]
+        good += [f"{topic} Q0 {doc} {rank} {10 - rank} good\n" for rank, doc in enumerate(docs, 1)]
+        blind += [f"{topic} Q0 {topic}-u{j} {j + 1} {10 - j} blind\n" for j in range(5)]
+    (tmp_path / "good.trec").write_text("".join(good), encoding="utf-8")
+    (tmp_path / "blind.trec").write_text("".join(blind), encoding="utf-8")
+    files = {"qrels": "graded.qrels", "good": "good.trec", "blind": "blind.trec"}
+    return {name: str(tmp_path / file) for name, file in files.items()}
+
+
+def _compare(capsys, judged, *extra: str) -> tuple[int, str, str]:
+    code = main(["compare", "--qrels", judged["qrels"], "--baseline", judged["blind"],
+                 judged["good"], "--permutations", "200", *extra])  # fmt: skip
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _md_row(out: str, measure: str) -> list[str]:
+    line = next(line for line in out.splitlines() if line.startswith(f"| {measure} | good |"))
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_a_measure_without_paired_topics_or_relevant_documents_is_undefined(capsys, judged):
+    measures = ["nDCG'", "P(rel=3)@5", "P@5"]
+    code, out, err = _compare(capsys, judged, "--measures", *measures)
+    assert code == 0, err
+    # The blind baseline keeps no judged document: nDCG' pairs no topic. No answered topic has
+    # a grade-3 document: P(rel=3)@5 has nothing relevant to find. Neither is 0 against 0, p 1.
+    assert _md_row(out, "nDCG'") == ["nDCG'", "good", "0", "–", "–", "–", "–", "–"]
+    assert _md_row(out, r"P(rel=3)@5") == ["P(rel=3)@5", "good", "8", "–", "–", "–", "–", "–"]
+    precision = _md_row(out, "P@5")
+    assert precision[2:5] == ["8", "0.5750**", "0.0000"]  # (15 grade-2 + 8 grade-1) / 40
+    assert any(line.startswith("- –: undefined") for line in out.splitlines())
+    code, out, err = _compare(capsys, judged, "--measures", *measures, "--format", "json")
+    undefined = {item["measure"]: item for item in json.loads(out)["comparisons"]}
+    keys = ("score", "baseline_score", "difference", "t_statistic", "ttest_p", "randomization_p",
+            "permutations", "exact")  # fmt: skip
+    for measure in ("nDCG'", "P(rel=3)@5"):
+        assert [undefined[measure][key] for key in keys] == [None] * len(keys), measure
+    assert undefined["P@5"]["score"] == pytest.approx(0.575)
+    code, out, err = _compare(capsys, judged, "--measures", *measures, "--format", "latex")
+    assert r"nDCG' & good & 0 & -- & -- & -- & -- & -- \\" in out.splitlines()
+    code, out, err = _compare(capsys, judged, "--measures", *measures, "--format", "csv")
+    row = next(r for r in csv.DictReader(io.StringIO(out)) if r["measure"] == "nDCG'")
+    assert (row["score"], row["baseline_score"], row["ttest_p"], row["randomization_p"]) == (
+        "", "", "", ""
+    )  # fmt: skip
+
+
+def test_diagnostic_columns_get_no_significance_marker(capsys, judged):
+    code, out, err = _compare(capsys, judged, "--measures", "P@5", "Judged@10", "Rel_Ret")
+    assert code == 0, err
+    # Every column differs in every topic, p < 0.01 for each; only P@5 is effectiveness.
+    assert _md_row(out, "P@5")[3] == "0.5750**"
+    judged_row, rel_ret = _md_row(out, "Judged@10"), _md_row(out, "Rel_Ret")
+    assert judged_row[3:5] == ["1.0000", "0.0000"] and judged_row[6] == "<0.0001"
+    assert rel_ret[3:5] == ["15", "0"] and float(rel_ret[6]) < 0.01
+    assert "- Judged@10, Rel_Ret: diagnostics of the runs and their judgments, not " \
+        "effectiveness: never marked." in out.splitlines()  # fmt: skip
+
+
+def test_default_measures_follow_the_qrels_and_say_so(capsys, judged, tmp_path):
+    code, out, err = _compare(capsys, judged)
+    assert code == 0, err
+    assert err == (
+        "hybrid-ir: measures: arqmath (the qrels' grades are 0-3: relevant from 2; --measures "
+        "to choose)\n"
+    )
+    measures = [line.split(" | ")[0].lstrip("| ") for line in out.splitlines()
+                if " | good | " in line]  # fmt: skip
+    assert measures == ["nDCG'", "MAP'", "P'@10", "BPref", "Judged@10", "Judged@1000", "Rel_Ret"]
+    # Binary qrels, SciFact's kind: every grade 1. arqmath's MAP' (relevant from 2) would print
+    # 0 against 0 with p = 1; the default is beir.
+    binary = tmp_path / "binary.qrels"
+    binary.write_text(
+        "".join(f"{t} 0 {t}-r{j} 1\n" for t in SURE for j in range(3)), encoding="utf-8"
+    )
+    code, out, err = _compare(capsys, {**judged, "qrels": str(binary)})
+    assert code == 0, err
+    assert err == "hybrid-ir: measures: beir (the qrels' grades are 1; --measures to choose)\n"
+    measures = [line.split(" | ")[0].lstrip("| ") for line in out.splitlines()
+                if " | good | " in line]  # fmt: skip
+    assert measures == ["nDCG@10", "R@100", "R@1000"]
+
+
+def test_a_measure_no_grade_makes_relevant_is_one_line_naming_it(capsys, judged, tmp_path):
+    binary = tmp_path / "binary.qrels"
+    binary.write_text("".join(f"{t} 0 {t}-r0 {j % 2}\n" for j, t in enumerate(SURE)))
+    code, out, err = _compare(capsys, {**judged, "qrels": str(binary)}, "--measures", "arqmath")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"hybrid-ir error: {binary}: MAP' counts relevance >= 2 as relevant, but the qrels' "
+        "grades are 0-1: no topic has a relevant document for it (--measures to choose others)\n"
+    )

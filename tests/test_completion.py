@@ -38,7 +38,7 @@ def test_subcommands_options_and_choices_come_from_the_parser(bash_script):
     commands = command_table(build_parser())[""][0]
     assert _complete(bash_script, "") == commands
     assert _complete(bash_script, "com") == ["compare", "completion"]
-    assert _complete(bash_script, "manifest", "") == ["add", "from-sources"]
+    assert _complete(bash_script, "manifest", "") == ["add", "members", "from-sources"]
     assert _complete(bash_script, "compare", "--ho") == ["--holm"]
     assert _complete(bash_script, "compare", "--format", "") == ["md", "csv", "latex", "json"]
     assert _complete(bash_script, "fuse", "--duplicates", "f") == ["first"]

@@ -143,7 +143,10 @@ def test_checks_pass_inside_the_band_and_fail_outside(tmp_path):
     write_summary(failing, summary)
     header = summary.read_text().splitlines()[0].split("\t")
     assert header == ["collection", "run", "metric", "expected", "actual", "tolerance", "status"]
-    with pytest.raises(CheckFailed, match=r"1 of 2 checks failed .*nDCG@10: expected 0.6795"):
+    with pytest.raises(
+        CheckFailed, match=r"^1 of 2 checks failed: .*summary.tsv:2: toy bm25-flat \(test qrels\) "
+        r"nDCG@10: expected 0.6795 \+- 5e-05, got 0.678940$"
+    ):  # fmt: skip
         assert_all_passed(summary)
     write_summary(results, summary)
     assert assert_all_passed(summary) == 2
@@ -323,6 +326,16 @@ def test_run_summary_counts_checks_tables_and_figures(tmp_path: Path):
     ]
     (tmp_path / "results/report.html").write_text("<html>")
     assert run_summary(tmp_path).splitlines()[-2] == "Report: results/report.html."
+
+
+def test_run_summary_recomputes_each_status_from_the_band(tmp_path: Path):
+    results = [CheckResult("cf", "bm25-flat (binary qrels)", "P@10", 0.5, 0.9, 0.01, "PASS")]
+    write_summary(results, tmp_path / "results/checks/summary.tsv")
+    assert run_summary(tmp_path).splitlines()[1:3] == [
+        "Checks: 0 passed, 1 failed (results/checks/summary.tsv).",
+        "  FAILED cf bm25-flat (binary qrels) P@10: expected 0.5 +- 0.01, got 0.900000, outside "
+        "the band, but its status says 'PASS'",
+    ]
 
 
 def test_run_summary_after_an_error_without_results(tmp_path: Path):

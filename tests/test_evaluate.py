@@ -377,3 +377,61 @@ def test_a_run_cut_at_the_decisive_depth_scores_as_the_whole_run(seed):
     depth = decisive_depth(measures)
     assert depth == 20
     assert evaluate(qrels, canonicalize(run, depth), measures) == evaluate(qrels, run, measures)
+
+
+def test_comments_and_extra_run_fields_score_as_the_plain_files(tmp_path):
+    """trec_eval 10.0's input rules: '#' lines skipped in qrels and runs, a run line's fields
+    after the sixth ignored. The annotated files give the plain files' numbers, every one."""
+    qrels_lines = ["T1 0 a 2\n", "T1 0 b 0\n", "T1 0 c 1\n", "T2 0 d 3\n", "T2 0 e 1\n"]
+    run_lines = ["T1 Q0 b 1 3.0 r\n", "T1 Q0 a 2 2.0 r\n", "T1 Q0 x 3 1.0 r\n",
+                 "T2 Q0 e 1 2.0 r\n", "T2 Q0 d 2 1.5 r\n"]  # fmt: skip
+    (tmp_path / "plain.qrels").write_text("".join(qrels_lines))
+    (tmp_path / "plain.trec").write_text("".join(run_lines))
+    (tmp_path / "annotated.qrels").write_text(
+        "# qrels of a test, grades 0-3\n" + "".join(qrels_lines[:3]) + "  # pool 2\n"
+        + "".join(qrels_lines[3:])
+    )  # fmt: skip
+    (tmp_path / "annotated.trec").write_text(
+        "#run r\n" + "".join(line.rstrip("\n") + " 0.87 future\n" for line in run_lines[:3])
+        + "\t# second topic\n" + "".join(run_lines[3:])
+    )  # fmt: skip
+    measures = ["arqmath", "beir", "cf", "P@1", "RR"]
+    plain = evaluate_files(tmp_path / "plain.qrels", tmp_path / "plain.trec", measures)
+    annotated = evaluate_files(tmp_path / "annotated.qrels", tmp_path / "annotated.trec", measures)
+    assert annotated == plain
+    assert plain[0]["P@1"] == 0.5 and plain[0]["Rel_Ret"] == 2
+
+
+def test_qrels_errors_stay_errors_beside_comments(tmp_path):
+    path = tmp_path / "qrels.txt"
+    path.write_text("# header\nT1 0 a 1\nT1 0 b 1 extra\n")
+    with pytest.raises(InputFormatError, match=r"qrels.txt:3: expected 4 fields .*got 5$"):
+        load_qrels(path)
+    path.write_text("# nothing judged yet\n")
+    with pytest.raises(InputFormatError, match=r"qrels.txt: no judgments"):
+        load_qrels(path)
+
+
+def test_iprec_at_recall_follows_trec_eval_9_0_8_not_10_0():
+    """docs/evaluation.md: trec_eval 9.0.8 (pytrec_eval's) reads recall level r of a topic with
+    R relevant documents at its (int)(r * R + 0.9)-th relevant document, 10.0 at the
+    lround(r * R)-th. With R = 3 and r = 0.4 that is the 2nd (9.0.8) against the 1st (10.0)."""
+    qrels = {"T1": {"r1": 1, "r2": 1, "r3": 1, "n1": 0}}
+    # Relevant at ranks 2, 6 and 7: precision 1/2, 2/6, 3/7 at the three relevant documents.
+    ranking = ["n1", "r1", "u1", "u2", "u3", "r2", "r3"]
+    run = {"T1": {doc: float(len(ranking) - rank) for rank, doc in enumerate(ranking)}}
+    aggregate = evaluate(qrels, run, ["IPrec@0.3", "IPrec@0.4", "IPrec@0.7"]).aggregate
+    # 9.0.8: 0.3 -> 1st (0.5), 0.4 -> 2nd (max(2/6, 3/7) = 3/7), 0.7 -> 3rd (3/7); 10.0 would
+    # give 0.5 at 0.4 (1st) and 3/7 at 0.7 (lround(2.1) = 2nd).
+    assert aggregate == pytest.approx({"IPrec@0.3": 0.5, "IPrec@0.4": 3 / 7, "IPrec@0.7": 3 / 7})
+
+
+def test_scores_are_ranked_as_32_bit_floats_as_trec_eval_9_0_8_reads_them():
+    """docs/evaluation.md: trec_eval 9.0.8 (pytrec_eval's) keeps a score as a 32-bit float, so
+    scores that differ only beyond its precision tie and rank by document id, descending;
+    trec_eval 10.0 keeps doubles and would rank "a" first."""
+    qrels = {"T1": {"a": 1, "b": 0}}
+    tied = {"T1": {"a": 1.00000001, "b": 1.0}}  # equal as 32-bit floats
+    apart = {"T1": {"a": 1.001, "b": 1.0}}
+    assert evaluate(qrels, tied, ["P@1", "RR"]).aggregate == {"P@1": 0.0, "RR": 0.5}
+    assert evaluate(qrels, apart, ["P@1", "RR"]).aggregate == {"P@1": 1.0, "RR": 1.0}

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import gzip
 import hashlib
-import http.server
-import shutil
 import socket
 import ssl
-import subprocess
-import sys
-import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from upstream_server import QuietHandler, https_server, make_certificate
 
 from hybrid_ir.errors import FetchError, InputFormatError
 from hybrid_ir.fetch import (
     ManifestEntry,
+    Network,
     fetch,
     load_manifest,
     manifest_from_sources,
@@ -47,57 +43,13 @@ def entry_for(path: str, content: bytes, url: str = "", upstream: bytes | None =
 
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory) -> tuple[Path, Path]:
-    """(certificate, key): self-signed for 127.0.0.1 and localhost, made by the openssl command."""
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.skip("the openssl command is needed to make a test certificate")
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return cert, key
+    return make_certificate(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="module")
 def tls(certificate) -> ssl.SSLContext:
     """A client context that trusts the test certificate only."""
     return ssl.create_default_context(cafile=certificate[0])
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-class QuietServer(http.server.ThreadingHTTPServer):
-    def handle_error(self, request, client_address):
-        # Clients that hang up or reject the certificate are what these tests make.
-        if not isinstance(sys.exc_info()[1], OSError):
-            super().handle_error(request, client_address)
-
-
-@contextlib.contextmanager
-def https_server(handler: type[http.server.BaseHTTPRequestHandler], certificate):
-    """Serve ``handler`` over TLS on 127.0.0.1 from a thread; yield the base URL."""
-    httpd = QuietServer(("127.0.0.1", 0), handler)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(*certificate)
-    # Handshakes happen in the request threads, so a stalled client cannot block the server.
-    httpd.socket = context.wrap_socket(
-        httpd.socket, server_side=True, do_handshake_on_connect=False
-    )
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{httpd.server_port}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
 
 
 @pytest.fixture(scope="module")
@@ -161,14 +113,19 @@ def test_mirror_file_of_another_size_is_refused_before_it_is_copied(tmp_path):
 def test_an_absurd_manifest_size_leaves_the_download_deadline_working(tmp_path, server, tls):
     """A deadline derived from a size of 10**30 bytes overflowed the timer (OverflowError)."""
     entry = dataclasses.replace(entry_for("good.txt", GOOD, f"{server}/good.txt"), size=10**30)
-    assert fetch(entry, None, tmp_path / "good.txt", ssl_context=tls).endswith("/good.txt")
+    assert fetch(entry, None, tmp_path / "good.txt", network=Network(ssl_context=tls)).endswith(
+        "/good.txt"
+    )
     assert (tmp_path / "good.txt").read_bytes() == GOOD
 
 
 def test_download_good_file(tmp_path, server, tls):
     destination = tmp_path / "good.txt"
     source = fetch(
-        entry_for("good.txt", GOOD, f"{server}/good.txt"), None, destination, ssl_context=tls
+        entry_for("good.txt", GOOD, f"{server}/good.txt"),
+        None,
+        destination,
+        network=Network(ssl_context=tls),
     )
     assert source == f"{server}/good.txt"
     assert destination.read_bytes() == GOOD
@@ -178,21 +135,26 @@ def test_download_falls_back_when_file_is_missing_from_mirror(tmp_path, server, 
     mirror = tmp_path / "empty-mirror"
     mirror.mkdir()
     destination = tmp_path / "good.txt"
-    fetch(entry_for("good.txt", GOOD, f"{server}/good.txt"), mirror, destination, ssl_context=tls)
+    fetch(
+        entry_for("good.txt", GOOD, f"{server}/good.txt"),
+        mirror,
+        destination,
+        network=Network(ssl_context=tls),
+    )
     assert destination.read_bytes() == GOOD
 
 
 def test_download_of_gzipped_file_checks_upstream_bytes(tmp_path, server, tls):
     entry = entry_for("corrupted.tsv.gz", b"x", f"{server}/corrupted.txt", upstream=GOOD)
     with pytest.raises(FetchError, match="expected upstream sha256"):
-        fetch(entry, None, tmp_path / "corrupted.tsv.gz", ssl_context=tls)
+        fetch(entry, None, tmp_path / "corrupted.tsv.gz", network=Network(ssl_context=tls))
 
 
 def test_download_corrupted_file_fails_and_leaves_nothing(tmp_path, server, tls):
     destination = tmp_path / "dl" / "corrupted.txt"
     with pytest.raises(FetchError, match=r"checksum mismatch for corrupted.txt .*expected sha256"):
         entry = entry_for("corrupted.txt", GOOD, f"{server}/corrupted.txt")
-        fetch(entry, None, destination, ssl_context=tls)
+        fetch(entry, None, destination, network=Network(ssl_context=tls))
     assert list(destination.parent.iterdir()) == []
 
 
@@ -200,7 +162,12 @@ def test_download_404_names_file_url_and_origin(tmp_path, server, tls):
     destination = tmp_path / "dl" / "missing.txt"
     url = f"{server}/missing.txt"
     with pytest.raises(FetchError) as error:
-        fetch(entry_for("missing.txt", GOOD, url), tmp_path, destination, ssl_context=tls)
+        fetch(
+            entry_for("missing.txt", GOOD, url),
+            tmp_path,
+            destination,
+            network=Network(ssl_context=tls),
+        )
     message = str(error.value)
     assert "cannot fetch missing.txt" in message
     assert url in message and "HTTP 404" in message
@@ -218,7 +185,7 @@ def test_download_of_file_gzipped_in_mirror_is_checked_then_compressed(tmp_path,
     compressed = gzip.compress(GOOD, compresslevel=1, mtime=12345)
     entry = entry_for("plain.tsv.gz", compressed, f"{server}/plain.tsv", upstream=GOOD)
     destination = tmp_path / "plain.tsv.gz"
-    fetch(entry, None, destination, ssl_context=tls)
+    fetch(entry, None, destination, network=Network(ssl_context=tls))
     assert gzip.decompress(destination.read_bytes()) == GOOD
 
 
@@ -315,10 +282,12 @@ def test_endless_download_is_cut_at_the_size_cap(tmp_path, certificate, tls, gzi
     with https_server(EndlessBody, certificate) as url:
         entry = entry_for("endless.txt", GOOD, f"{url}/endless.txt", upstream=upstream)
         with pytest.raises(FetchError) as error:
-            fetch(entry, None, destination, ssl_context=tls)
+            fetch(entry, None, destination, network=Network(ssl_context=tls))
     message = str(error.value)
-    assert message.startswith(f"cannot fetch endless.txt: the download from {url}/endless.txt")
-    assert f"sent more than {cap} bytes (the manifest lists 12)" in message
+    assert message.startswith(
+        f"cannot fetch endless.txt: no mirror configured and the download from {url}/endless.txt "
+        f"failed (sent more than {cap} bytes)"
+    )
     assert "\n" not in message
     assert list(destination.parent.iterdir()) == []
     assert time.monotonic() - began < 5
@@ -331,7 +300,12 @@ def test_dripping_download_stops_at_the_deadline(tmp_path, certificate, tls, han
     with https_server(handler, certificate) as url:
         entry = entry_for("drip.txt", GOOD, f"{url}/drip.txt")
         with pytest.raises(FetchError, match=r"drip.txt .*took longer than 1 s"):
-            fetch(entry, None, destination, timeout=30, deadline=1, ssl_context=tls)
+            fetch(
+                entry,
+                None,
+                destination,
+                network=Network(timeout=30, deadline=1, ssl_context=tls, attempts=1),
+            )
     assert 1 <= time.monotonic() - began < 5
     assert list(destination.parent.iterdir()) == []
 
@@ -386,7 +360,7 @@ def test_redirect_to_plain_http_is_not_followed(tmp_path, certificate, tls, list
     with https_server(Downgrade, certificate) as url:
         with pytest.raises(FetchError, match=f"redirected to '{target}', which is not https://"):
             fetch(entry_for("good.txt", GOOD, f"{url}/good.txt"), None, tmp_path / "good.txt",
-                  ssl_context=tls)  # fmt: skip
+                  network=Network(ssl_context=tls))  # fmt: skip
     assert_nobody_connected(listener)
 
 

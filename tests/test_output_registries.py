@@ -28,8 +28,8 @@ from hybrid_ir.run_origins import RUN_ORIGINS, RunOrigin, origin_names, systems
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 SETTINGS_SECTIONS = {
-    "mirror", "manifest", "seed", "max_relevance", "max_line_chars", "run_depth", "resources",
-    "job_servers", "hub_models", "deferred_tables", "structure_scratch",
+    "mirror", "manifest", "raw_url", "seed", "max_relevance", "max_line_chars", "run_depth",
+    "resources", "job_servers", "hub_models", "deferred_tables", "structure_scratch",
 }  # fmt: skip
 """Top-level sections that set how things are made, not what is made."""
 

@@ -232,7 +232,7 @@ def expected_judgments(text: str) -> list[Judgment] | None:
     judgments = []
     for line in text_lines(text):
         fields = ascii_fields(line)
-        if not fields:
+        if not fields or fields[0].startswith("#"):  # a comment, as trec_eval 10.0 reads one
             continue
         if len(fields) != 4:
             return None
@@ -254,18 +254,21 @@ def as_qrels(judgments: list[Judgment]) -> dict[str, dict[str, int]]:
 def _run_fields(line: str, run_format: str) -> list[str]:
     if run_format == "arqmath":
         return [field.strip(ASCII_WHITESPACE) for field in line.split("\t")]
-    return ascii_fields(line)
+    return ascii_fields(line)[:6]  # trec_eval ignores a TREC line's fields after the sixth
 
 
 def expected_run(text: str, run_format: str | None) -> dict[str, dict[str, float]] | None:
     run: dict[str, dict[str, float]] = {}
     for line in text_lines(text):
-        if not line.strip(ASCII_WHITESPACE):
+        if not line.strip(ASCII_WHITESPACE) or line.lstrip(ASCII_WHITESPACE).startswith("#"):
             continue
         if run_format is None:
-            if len(ascii_fields(line)) == 6:
+            tab_fields = _run_fields(line, "arqmath")
+            if len(tab_fields) == 5 and all(tab_fields):
+                run_format = "arqmath"
+            elif len(ascii_fields(line)) >= 6:
                 run_format = "trec"
-            elif len(_run_fields(line, "arqmath")) == 5:
+            elif len(tab_fields) == 5:
                 run_format = "arqmath"
             else:
                 return None
@@ -307,6 +310,7 @@ NOISE = (
     b" ",
     b"\x0b",
     b"\x0c",
+    b"#",
     b"\xc2\x85",
     b"\xe2\x80\xa8",
     b"\xff",

@@ -127,3 +127,48 @@ def test_a_bad_line_in_any_block_is_named_by_its_line_number(
         read_run(path)
     assert ":28:" in str(error.value) or "line 28" in str(error.value)
     assert problem in str(error.value)
+
+
+@pytest.mark.parametrize("block_chars", [64, 1 << 22])
+def test_comment_lines_and_fields_after_the_sixth_are_read_as_trec_eval_10_reads_them(
+    tmp_path, monkeypatch, block_chars
+):
+    """trec_eval 10.0 skips a line whose first non-blank character is '#' and ignores a run
+    line's fields after the sixth; the run read is the plain file's, in either parser."""
+    import hybrid_ir.runs as runs
+
+    lines = _lines(60)
+    plain = tmp_path / "plain.trec"
+    plain.write_text("".join(lines), encoding="utf-8")
+    annotated = list(lines)
+    annotated[0] = "# run: bm25, depth 1000\n" + annotated[0]
+    annotated[30] = "   #q1 Q0 d999 1 99.0 tag (an indented comment, six fields and more)\n"
+    for index in (3, 31, 59):
+        annotated[index] = annotated[index].rstrip("\n") + " extra\t0.25 fields\n"
+    commented = tmp_path / "commented.trec"
+    commented.write_text("".join(annotated), encoding="utf-8")
+    monkeypatch.setattr(runs, "_BLOCK_CHARS", block_chars)
+    expected = read_run(plain)
+    del expected["q2"]["d30"]  # line 31 is the comment now
+    assert read_run(commented) == expected
+    assert "d999" not in read_run(commented)["q1"]
+
+
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        ("# only a comment\n#another\n", ": no run lines: the file is empty"),
+        ("# header\nq1 Q0 d1 1 2.0\n", ":2: neither a TREC run line"),
+        ("# header\nq1 Q0 d1 1 2.0 t extra\nq1 Q0 d2 1 1.0\n", ":3: expected a TREC run line"),
+        ("q1 Q0 d1 one 2.0 t extra\n", ":1: rank 'one' is not an integer"),
+        ("q1 Q0 d1 1 high t extra\n", ":1: score 'high' is not a number"),
+        ("q1 Q0 d1 1 2.0 t extra\nq1 Q0 d1 2 1.0 t\n", ":2: document 'd1' listed again"),
+    ],
+    ids=["comments only", "first entry short", "short after extra", "rank", "score", "repeat"],
+)
+def test_errors_stay_errors_around_comments_and_extra_fields(tmp_path, content, problem):
+    path = tmp_path / "run.trec"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputFormatError) as error:
+        read_run(path, duplicates="error")
+    assert str(error.value).startswith(f"{path}{problem}")

@@ -169,13 +169,15 @@ def test_the_configfile_reader_gives_what_snakemakes_gives(configfile_reader, tm
     assert configfile_reader(str(path)) == original
 
 
-def test_json_and_yte_files_go_to_snakemakes_own_reader(configfile_reader, tmp_path):
+def test_json_and_yte_files_are_read_as_snakemake_reads_them(configfile_reader, tmp_path):
     json_file = tmp_path / "config.json"
-    json_file.write_text('{"a": 1}')
-    assert configfile_reader(str(json_file)) == {"a": 1}
+    json_file.write_text('{"a": 1, "b": 1e5}')  # 1e5: a number in JSON, a string in YAML 1.1
+    assert configfile_reader(str(json_file)) == {"a": 1, "b": 100000.0}
     templated = tmp_path / "templated.yaml"
     templated.write_text("__use_yte__: true\na:\n  ?if True:\n    1\n  ?else:\n    2\n")
     assert configfile_reader(str(templated)) == {"a": 1}
+    for path in (json_file, templated):
+        assert configfile_reader(str(path)) == configfile_module._load_configfile(str(path))
 
 
 def test_a_bad_configfile_is_one_line_naming_it(configfile_reader, tmp_path):

@@ -11,6 +11,8 @@ import csv
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,8 @@ from toy_workflow import (
 )
 
 __all__ = ["REPO", "snakemake", "write_manifest"]  # tests/test_ntcir12_table2.py imports them
+
+HYBRID_IR = Path(sys.executable).with_name("hybrid-ir")
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +167,30 @@ def test_a_moved_mirror_re_runs_nothing(workdir, tmp_path):
     (copy / "mirror").rename(moved)
     planned = snakemake(copy, "--dry-run", env={"HYBRID_IR_MIRROR": str(moved)})
     assert planned.returncode == 0 and "Nothing to be done" in planned.stdout, planned.stdout
+
+
+def test_a_raw_file_edited_after_a_run_fails_the_next_run_naming_it(workdir, tmp_path):
+    """Snakemake re-runs the import of an edited raw run (newer than its output); the job
+    checks the file against the manifest and stops, where it once re-imported it silently."""
+    copy = finished_copy(workdir, tmp_path)
+    raw = copy / "results/raw" / EXTERNAL_RUN
+    edited = raw.read_bytes().replace(b"\t1\t", b"\t9\t", 1)
+    assert edited != raw.read_bytes()
+    raw.write_bytes(edited)
+    result = snakemake(copy)
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.startswith("hybrid-ir error:")]
+    assert len(lines) == 1, result.stderr[-3000:]
+    assert f"results/raw/{EXTERNAL_RUN} changed since it was fetched" in lines[0]
+    assert hashlib.sha256(OTHER_RUN).hexdigest() in lines[0]
+    assert hashlib.sha256(edited).hexdigest() in lines[0]
+    provenance = subprocess.run(
+        [str(HYBRID_IR), "provenance", "--format", "json", "results/tables/toy-table.md"],
+        capture_output=True, text=True, cwd=copy, check=True,
+    )  # fmt: skip
+    problems = json.loads(provenance.stdout)["raw_input_problems"]
+    assert list(problems) == [EXTERNAL_RUN]
+    assert problems[EXTERNAL_RUN].startswith("its bytes are not the manifest's: expected sha256 ")
 
 
 def test_missing_mirror_file_stops_with_one_line(workdir, tmp_path):

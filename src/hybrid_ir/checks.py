@@ -24,7 +24,7 @@ from pathlib import Path
 
 from hybrid_ir import paths
 from hybrid_ir.errors import CheckFailed, ConfigError, InputFormatError
-from hybrid_ir.formats import atomic_output, load_yaml
+from hybrid_ir.formats import atomic_output, load_yaml, open_text
 
 
 @dataclass(frozen=True)
@@ -86,13 +86,18 @@ def _reproduced(check: Check, root: Path) -> float:
     return float(values[check.key])
 
 
+def within_band(actual: float, expected: float, tolerance: float) -> bool:
+    """Whether ``actual`` lies within ``expected`` +- ``tolerance`` (NaN never does)."""
+    # A slack of 1e-9 absorbs float noise when the band is exactly +-tolerance.
+    return abs(actual - expected) <= tolerance + 1e-9
+
+
 def run_checks(documents: list[dict], root: str | Path = ".") -> list[CheckResult]:
     results = []
     for document in documents:
         for check in checks_from_expected(document):
             actual = _reproduced(check, Path(root))
-            # A relative slack of 1e-9 absorbs float noise when the band is exactly +-tolerance.
-            passed = abs(actual - check.expected) <= check.tolerance + 1e-9
+            passed = within_band(actual, check.expected, check.tolerance)
             results.append(
                 CheckResult(
                     check.collection,
@@ -121,7 +126,7 @@ def read_summary(path: str | Path) -> list[dict]:
     """The rows of a summary :func:`write_summary` wrote; another header, or a row with another
     number of columns, is an error naming the line."""
     columns = [field.name for field in fields(CheckResult)]
-    with open(path, encoding="utf-8", newline="") as handle:
+    with open_text(path) as handle:
         lines = csv.reader(handle, delimiter="\t")
         header = next(lines, None)
         if header != columns:
@@ -138,22 +143,43 @@ def read_summary(path: str | Path) -> list[dict]:
     return rows
 
 
+def summary_failure(row: dict[str, str]) -> str | None:
+    """Why a summary row fails, or None when it passes. Its status is recomputed from expected,
+    actual and tolerance, never taken from the file: a summary edited, or written by other
+    code, cannot turn a value outside its band into a pass, and a status that disagrees with
+    the band is itself a failure."""
+    check = f"{row['collection']} {row['run']} {row['metric']}"
+    try:
+        expected, actual, tolerance = (
+            float(row[key]) for key in ("expected", "actual", "tolerance")
+        )
+    except ValueError:
+        return (
+            f"{check}: expected {row['expected']!r}, actual {row['actual']!r} and tolerance "
+            f"{row['tolerance']!r} are not all numbers"
+        )
+    band = f"{check}: expected {row['expected']} +- {row['tolerance']}, got {row['actual']}"
+    passed = within_band(actual, expected, tolerance)
+    if row["status"] != ("PASS" if passed else "FAIL"):
+        verdict = "inside" if passed else "outside"
+        return f"{band}, {verdict} the band, but its status says {row['status']!r}"
+    return None if passed else band
+
+
 def assert_all_passed(summary_path: str | Path) -> int:
-    """Raise :class:`CheckFailed` naming every failed check, or when the summary lists none;
-    return how many passed."""
+    """Raise :class:`CheckFailed` naming every failed check (:func:`summary_failure`) with its
+    line, or when the summary lists none; return how many passed."""
     rows = read_summary(summary_path)
     if not rows:
         raise CheckFailed(f"{summary_path} lists no checks: nothing was compared with its band")
-    failed = [row for row in rows if row["status"] != "PASS"]
-    if failed:
-        described = "; ".join(
-            f"{row['collection']} {row['run']} {row['metric']}: expected {row['expected']} "
-            f"+- {row['tolerance']}, got {row['actual']}"
-            for row in failed
-        )
-        raise CheckFailed(
-            f"{len(failed)} of {len(rows)} checks failed ({summary_path}): {described}"
-        )
+    # read_summary keeps one row per line after the header, which is line 1.
+    failures = [
+        f"{summary_path}:{line}: {failure}"
+        for line, row in enumerate(rows, start=2)
+        if (failure := summary_failure(row)) is not None
+    ]
+    if failures:
+        raise CheckFailed(f"{len(failures)} of {len(rows)} checks failed: {'; '.join(failures)}")
     return len(rows)
 
 
@@ -222,13 +248,10 @@ def run_summary(root: str | Path = ".", succeeded: bool = True) -> str:
     summary = paths.checks("summary.tsv")
     if (root / summary).is_file():
         rows = read_summary(root / summary)
-        failed = [row for row in rows if row["status"] != "PASS"]
-        lines.append(f"Checks: {len(rows) - len(failed)} passed, {len(failed)} failed ({summary}).")
-        lines += [
-            f"  FAILED {row['collection']} {row['run']} {row['metric']}: expected "
-            f"{row['expected']} +- {row['tolerance']}, got {row['actual']}"
-            for row in failed
-        ]
+        failures = [failure for row in rows if (failure := summary_failure(row)) is not None]
+        passed = len(rows) - len(failures)
+        lines.append(f"Checks: {passed} passed, {len(failures)} failed ({summary}).")
+        lines += [f"  FAILED {failure}" for failure in failures]
     else:
         lines.append(f"Checks: not run ({summary} does not exist).")
     for kind, directory, extensions in (

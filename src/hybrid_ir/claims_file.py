@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hybrid_ir.errors import ConfigError
+from hybrid_ir.formats import parse_yaml, read_document
 from hybrid_ir.reproducibility import (
     RBO_PERSISTENCE,
 )
@@ -108,7 +109,7 @@ def load_claims(path: str | Path) -> PaperClaims:
 
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = parse_yaml(read_document(path), path)
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"{path}: cannot read the claims file: {error}") from error
     if not isinstance(data, dict):

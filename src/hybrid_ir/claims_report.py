@@ -7,7 +7,8 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from hybrid_ir.errors import ConfigError
+from hybrid_ir.errors import ConfigError, InputFormatError, printable
+from hybrid_ir.formats import parse_json, read_document
 
 
 def _number(value: float | None, signed: bool = False, digits: int = 3) -> str:
@@ -97,9 +98,46 @@ def render_markdown(document: Mapping) -> str:
     return "\n".join(lines) + "\n"
 
 
+_TEXT_KEYS = ("id", "verdict")
+_NUMBER_KEYS = (
+    "effect", "ci_low", "ci_high", "p", "p_adjusted", "detectable_effect", "paper_effect",
+    "effect_ratio", "delta_ri",
+)  # fmt: skip
+
+
 def read_verdicts(paths: Iterable[str | Path]) -> list[dict]:
-    """The documents :func:`write_verdicts` wrote."""
-    return [json.loads(Path(path).read_text(encoding="utf-8")) for path in paths]
+    """The documents :func:`write_verdicts` wrote; one that is not JSON, or lacks what
+    :func:`print_claims` shows, is an error naming the file."""
+    return [_verdicts_document(Path(path)) for path in paths]
+
+
+def _verdicts_document(path: Path) -> dict:
+    document = parse_json(read_document(path), path)
+
+    def refuse(problem: str) -> InputFormatError:
+        return InputFormatError(path, None, f"not a claims verdicts file: {problem}")
+
+    if not isinstance(document, dict):
+        raise refuse(f"a JSON {type(document).__name__}, not an object")
+    for key in ("paper", "title"):
+        if not isinstance(document.get(key), str):
+            raise refuse(f"{key!r} missing or not a string")
+    if not isinstance(document.get("verdicts"), list):
+        raise refuse("'verdicts' missing or not a list")
+    for position, verdict in enumerate(document["verdicts"]):
+        where = f"verdicts[{position}]"
+        if not isinstance(verdict, dict):
+            raise refuse(f"{where} is not an object")
+        for key in _TEXT_KEYS:
+            if not isinstance(verdict.get(key), str):
+                raise refuse(f"{where}: {key!r} missing or not a string")
+        for key in _NUMBER_KEYS:
+            value = verdict.get(key)
+            if not isinstance(value, int | float | type(None)) or isinstance(value, bool):
+                raise refuse(f"{where}: {key!r} missing or not a number or null")
+        if not isinstance(verdict.get("topics"), int) or isinstance(verdict["topics"], bool):
+            raise refuse(f"{where}: 'topics' missing or not an integer")
+    return document
 
 
 def print_claims(results: str | Path, output: str = "text") -> str:
@@ -123,4 +161,5 @@ def print_claims(results: str | Path, output: str = "text") -> str:
             for row in rows
         ]
         lines.append("")
-    return "\n".join(lines)
+    # A title or id with control characters must not recolour or rewrite the terminal.
+    return "\n".join(printable(line) for line in lines)

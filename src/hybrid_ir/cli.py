@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import math
+import re
 import sys
 from importlib.metadata import version
+from typing import TextIO
 
 from hybrid_ir import paths
 from hybrid_ir.cli_commands import (
@@ -14,6 +19,7 @@ from hybrid_ir.cli_commands import (
     config_command,
     convert_command,
     crossval_command,
+    data_command,
     evaluate_command,
     fetch_command,
     fuse_command,
@@ -21,6 +27,7 @@ from hybrid_ir.cli_commands import (
     index_command,
     manifest_add_command,
     manifest_from_sources_command,
+    manifest_members_command,
     provenance_command,
     search_command,
 )
@@ -31,8 +38,9 @@ from hybrid_ir.errors import HybridIRError, printable
 from hybrid_ir.formats import MAX_RELEVANCE, relevance_limit
 from hybrid_ir.fusion import FUSION_METHODS
 from hybrid_ir.lucene.index import LAYOUTS
+from hybrid_ir.lucene.search import JAVA_INT_MAX
 from hybrid_ir.runs import DEFAULT_K, DUPLICATE_POLICIES
-from hybrid_ir.stats import PERMUTATIONS, RANDOMIZATION_SEED
+from hybrid_ir.stats import MAX_PERMUTATIONS, PERMUTATIONS, RANDOMIZATION_SEED
 
 SEED_MAX = 2**32 - 1
 """The largest seed every generator here takes (numpy's legacy RandomState: below 2^32)."""
@@ -81,16 +89,49 @@ def _add_input_options(parser: argparse.ArgumentParser, qrels: bool = True) -> N
         )
 
 
+def _add_measures_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--measures",
+        nargs="+",
+        default=None,
+        help="measure sets and/or ir_measures names (default: chosen from the qrels and said "
+        "on stderr: arqmath, relevant from grade 2, when a grade is 2 or more, else beir, i.e. "
+        "nDCG@10 R@100 R@1000)",
+    )
+
+
 # Options that count something: a value below 1 is refused as a one-line error (exit 1).
-_POSITIVE_OPTIONS = ("depth", "folds", "threads", "max_relevance", "permutations")
+_POSITIVE_OPTIONS = ("depth", "folds", "threads", "max_relevance", "permutations", "connections")
+
+
+# Counts with a ceiling: what the engine takes, or what finishes in reasonable time.
+_MAXIMA = {
+    "depth": (JAVA_INT_MAX, "a Java int, the most Lucene takes"),
+    "threads": (JAVA_INT_MAX, "a Java int, the most Lucene takes"),
+    "permutations": (MAX_PERMUTATIONS, "the most sign flips a test draws"),
+}
 
 
 def _check_positive(args: argparse.Namespace) -> None:
     for name in _POSITIVE_OPTIONS:
         value = getattr(args, name, None)
+        option = "--" + name.replace("_", "-")
         if value is not None and value < 1:
-            option = "--" + name.replace("_", "-")
             raise HybridIRError(f"{option} must be at least 1, got {value}")
+        maximum, why = _MAXIMA.get(name, (None, ""))
+        if value is not None and maximum is not None and value > maximum:
+            raise HybridIRError(f"{option} must be at most {maximum:,} ({why}), got {value}")
+    _check_bm25(args)
+
+
+def _check_bm25(args: argparse.Namespace) -> None:
+    """BM25's parameters as Lucene takes them (it threw IllegalArgumentException otherwise)."""
+    k1 = getattr(args, "k1", None)
+    if k1 is not None and not (math.isfinite(k1) and k1 >= 0):
+        raise HybridIRError(f"--k1 must be a finite number of at least 0, got {k1}")
+    b = getattr(args, "b", None)
+    if b is not None and not 0 <= b <= 1:
+        raise HybridIRError(f"--b must be from 0 to 1, got {b}")
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -197,12 +238,53 @@ def _add_manifest_and_config(cli: _Commands) -> None:
         help="https URL the files can be downloaded from (default: none, mirror only)",
     )
     add.set_defaults(handler=manifest_add_command)
+    members = cli.subcommand(
+        manifest_commands,
+        "members",
+        "write the member list of a mirror archive packed from many upstream files",
+        "write the member list (workflow/resources/members/<path>.json) of an archive in the "
+        "mirror that was packed from many files of its manifest row's repository and commit, "
+        "so that the archive can be rebuilt from them",
+    )
+    members.add_argument("archive", help="the archive, inside the mirror folder")
+    members.add_argument(
+        "--upstream-folder",
+        required=True,
+        help="the repository folder the member names start in, ending in / (e.g. data/)",
+    )
+    members.add_argument(
+        "--mirror", default=None, help="mirror folder (default: $HYBRID_IR_MIRROR)"
+    )
+    members.add_argument("--manifest", default=paths.MANIFEST, help="manifest the row is in")
+    members.set_defaults(handler=manifest_members_command)
     sources = cli.subcommand(
         manifest_commands, "from-sources", "rebuild the whole manifest from a mirror's SOURCES.md"
     )
     sources.add_argument("sources", help="SOURCES.md at the root of the mirror's data folder")
     sources.add_argument("-o", "--output", default=paths.MANIFEST, help="manifest to write")
     sources.set_defaults(handler=manifest_from_sources_command)
+
+    data = cli.command(
+        "data",
+        "list the raw files a configuration needs, their state and source; download them",
+        description="list every raw file the configuration needs: its state (fetched, in the "
+        "mirror, to download, to obtain by hand, corrupt), size and source, and the total to "
+        "download; exit status 0 when every file is here or downloadable. With --download, "
+        "download what can be (into the mirror, resuming partial files) and list what must be "
+        "obtained by hand, with the hybrid-ir manifest add line for each.",
+    )
+    data.add_argument("--configfile", nargs="*", default=[], help="overlays, lowest priority first")
+    data.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
+    data.add_argument(
+        "--download", action="store_true", help="download the missing files that can be"
+    )
+    data.add_argument(
+        "--connections",
+        type=int,
+        default=4,
+        help="downloads side by side (default: 4)",
+    )
+    data.set_defaults(handler=data_command)
 
     config = cli.command(
         "config",
@@ -342,12 +424,7 @@ def _add_evaluate_and_fuse(cli: _Commands) -> None:
     )
     evaluate.add_argument("--qrels", required=True, help="TREC qrels")
     evaluate.add_argument("--run", nargs="+", required=True, help="TREC or ARQMath-TSV runs")
-    evaluate.add_argument(
-        "--measures",
-        nargs="+",
-        default=["beir"],
-        help="measure sets and/or ir_measures names (default: beir, i.e. nDCG@10 R@100 R@1000)",
-    )
+    _add_measures_option(evaluate)
     evaluate.add_argument("--per-query", action="store_true", help="also print each topic")
     evaluate.add_argument(
         "--format",
@@ -372,12 +449,7 @@ def _add_evaluate_and_fuse(cli: _Commands) -> None:
     crossval.add_argument("dense", help="run whose weight is alpha")
     crossval.add_argument("base", help="run whose weight is 1 - alpha")
     crossval.add_argument("--qrels", required=True, help="TREC qrels")
-    crossval.add_argument(
-        "--measures",
-        nargs="+",
-        default=["arqmath"],
-        help="measure sets and/or ir_measures names (default: arqmath, unlike evaluate's beir)",
-    )
+    _add_measures_option(crossval)
     crossval.add_argument("--folds", type=int, default=5, help="number of folds")
     crossval.add_argument("--seed", type=_seed, default=PAPER_SEED, help="seed of the fold split")
     crossval.add_argument(
@@ -457,18 +529,14 @@ def _add_checks_and_results(cli: _Commands) -> None:
     compare.add_argument("runs", nargs="+", help="TREC or ARQMath-TSV runs to compare")
     compare.add_argument("--baseline", required=True, help="the run every run is compared with")
     compare.add_argument("--qrels", required=True, help="TREC qrels")
-    compare.add_argument(
-        "--measures",
-        nargs="+",
-        default=["arqmath"],
-        help="measure sets and/or ir_measures names (default: arqmath)",
-    )
+    _add_measures_option(compare)
     compare.add_argument(
         "--permutations",
         type=int,
         default=PERMUTATIONS,
-        help="random sign flips of the randomization test; all 2^n are enumerated when that "
-        f"is no more (default: {PERMUTATIONS})",
+        help="random sign flips of the randomization test, at most "
+        f"{MAX_PERMUTATIONS:,}; all 2^n are enumerated when that is no more (default: "
+        f"{PERMUTATIONS})",
     )
     compare.add_argument(
         "--seed", type=_seed, default=RANDOMIZATION_SEED, help="seed of the random sign flips"
@@ -521,16 +589,40 @@ def _add_checks_and_results(cli: _Commands) -> None:
     claims.set_defaults(handler=claims_command)
 
 
+class _EscapedControls(io.TextIOBase):
+    """Standard output with control characters other than line breaks and tabs (ESC, CR, BEL)
+    written as escapes (``\\x1b``): a run file's name, a record or a title read from a file
+    cannot recolour the terminal, move its cursor or rewrite a line already printed."""
+
+    _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._stream.write(self._CONTROLS.sub(lambda found: printable(found.group()), text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         _check_positive(args)
-        with relevance_limit(getattr(args, "max_relevance", MAX_RELEVANCE)):
-            args.handler(args)
+        with (
+            relevance_limit(getattr(args, "max_relevance", MAX_RELEVANCE)),
+            contextlib.redirect_stdout(_EscapedControls(sys.stdout)),
+        ):
+            status = args.handler(args)
     except (HybridIRError, OSError) as error:  # OSError: a missing or unreadable file
         print(f"hybrid-ir error: {printable(str(error))}", file=sys.stderr)
         return 1
-    return 0
+    return status or 0
 
 
 if __name__ == "__main__":

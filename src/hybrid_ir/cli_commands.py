@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -19,15 +20,27 @@ from hybrid_ir.config_layers import config_layers, merged_config
 from hybrid_ir.config_settings import training_plan
 from hybrid_ir.config_sources import attributed
 from hybrid_ir.crossval import crossvalidate_linear, report
-from hybrid_ir.errors import ConfigError, HybridIRError
-from hybrid_ir.evaluate import evaluate, load_qrels, resolve_measures
+from hybrid_ir.data_checklist import (
+    RawFile,
+    all_here,
+    can_run,
+    checklist,
+    download_missing,
+    load_by_hand,
+    render,
+    required_raw_files,
+)
+from hybrid_ir.errors import ConfigError, HybridIRError, printable
+from hybrid_ir.evaluate import Qrels, evaluate, load_qrels, measures_for, resolve_measures
 from hybrid_ir.fetch import (
+    Network,
     add_to_manifest,
     entry_for_file,
     fetch,
     load_manifest,
     manifest_from_sources,
     mirror_root,
+    raw_url_base,
     write_manifest,
 )
 from hybrid_ir.formats import atomic_output
@@ -35,8 +48,63 @@ from hybrid_ir.fusion import fuse
 from hybrid_ir.hub import current_revisions, hub_references, pin_lines, write_pins
 from hybrid_ir.lucene.index import build_bm25_index
 from hybrid_ir.lucene.search import bm25_search
+from hybrid_ir.members import (
+    find_member_list,
+    member_list_from_archive,
+    member_list_path,
+    write_member_list,
+)
 from hybrid_ir.provenance import chain, provenance_tree
 from hybrid_ir.runs import read_run, topic_sort_key, write_run
+
+
+def data_command(args: argparse.Namespace) -> int:
+    layers = config_layers([args.base, *args.configfile], {})
+    config = merged_config(layers)
+    schema = Path(args.base).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
+    try:
+        validate_config(config, schema, require_pins=False)
+    except ConfigError as error:
+        raise attributed(error, layers) from None
+    mirror = mirror_root(config["mirror"])
+    network = Network(raw_url=raw_url_base(config["raw_url"]), connections=args.connections)
+    manifest = load_manifest(config["manifest"])
+    by_hand = load_by_hand(paths.BY_HAND)
+
+    def listing() -> list[RawFile]:
+        needed = required_raw_files(config)
+        return checklist(needed, manifest, config["manifest"], mirror, by_hand, network)
+
+    files = listing()
+    if args.download and any(raw.state == "download" for raw in files):
+        if mirror is None:
+            raise HybridIRError("no mirror to download into: set mirror in the configuration")
+        mirror.mkdir(parents=True, exist_ok=True)
+        if not os.access(mirror, os.W_OK):
+            raise HybridIRError(f"{mirror}: the mirror is not writable; set HYBRID_IR_MIRROR")
+        failures = download_missing(files, mirror, network, args.connections)
+        for failure in failures:
+            print(f"hybrid-ir: {printable(failure)}", file=sys.stderr)
+        files = listing()
+    for line in render(files, mirror):
+        print(printable(line))
+    return 0 if can_run(files) and not (args.download and not all_here(files)) else 1
+
+
+def manifest_members_command(args: argparse.Namespace) -> None:
+    mirror = Path(args.mirror) if args.mirror else mirror_root(None)
+    if mirror is None:
+        raise HybridIRError("no mirror: pass --mirror or set $HYBRID_IR_MIRROR")
+    path = Path(args.archive).resolve().relative_to(mirror.resolve()).as_posix()
+    entry = load_manifest(args.manifest).get(path)
+    if entry is None or not entry.repository:
+        raise HybridIRError(f"{path}: no manifest row with a repository and commit to name")
+    members = member_list_from_archive(
+        Path(args.archive), path, entry.repository, entry.commit, args.upstream_folder
+    )
+    written = member_list_path(args.manifest, path)
+    write_member_list(members, written)
+    print(f"{written}: {len(members.members)} members, tar sha256 {members.tar_sha256}")
 
 
 def manifest_from_sources_command(args: argparse.Namespace) -> None:
@@ -94,7 +162,9 @@ def fetch_command(args: argparse.Namespace) -> None:
             raise HybridIRError(f"{path} is not in the manifest {args.manifest}")
         destination = Path(args.output_dir) / path if args.output_dir else Path(paths.raw(path))
         mirror = Path(args.mirror) if args.mirror else mirror_root(None)
-        source = fetch(manifest[path], mirror, destination)
+        members = find_member_list(args.manifest, path)
+        network = Network(raw_url=raw_url_base(None))
+        source = fetch(manifest[path], mirror, destination, members=members, network=network)
         print(f"{path}: verified, from {source}")
 
 
@@ -156,8 +226,23 @@ def _count_columns(measures: list[str]) -> set[str]:
     }
 
 
+def _measures(args: argparse.Namespace, qrels: Qrels) -> tuple[list[str], str | None]:
+    """``--measures``, or the set that fits the qrels and the line saying so; a measure that no
+    grade of the qrels makes relevant is an error."""
+    return measures_for(qrels, args.measures, args.qrels)
+
+
+def _say(note: str | None) -> None:
+    """The chosen measures on stderr, once the result is there: a failing command's stderr
+    stays its one error line."""
+    if note:
+        print(f"hybrid-ir: {note}", file=sys.stderr)
+
+
 def evaluate_command(args: argparse.Namespace) -> None:
-    counts = _count_columns(args.measures)
+    qrels = load_qrels(args.qrels)
+    measures, note = _measures(args, qrels)
+    counts = _count_columns(measures)
 
     def counted(values: dict[str, float | None]) -> dict[str, float | int | None]:
         # A count prints as 1000, not 1000.0000; a mean of counts keeps its fraction.
@@ -168,12 +253,11 @@ def evaluate_command(args: argparse.Namespace) -> None:
             for column, value in values.items()
         }
 
-    qrels = load_qrels(args.qrels)
     rows = []
     for path in args.run:
         run = read_run(path, run_format=args.run_format, duplicates=args.duplicates)
         names = (args.qrels, path)
-        evaluation = evaluate(qrels, run, args.measures, names, args.allow_disjoint)
+        evaluation = evaluate(qrels, run, measures, names, args.allow_disjoint)
         rows.append({"run": path, "topic": "all", **counted(dict(evaluation.aggregate))})
         if args.per_query:
             topics = {topic for scores in evaluation.per_query.values() for topic in scores}
@@ -182,6 +266,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
                     column: scores.get(topic) for column, scores in evaluation.per_query.items()
                 }
                 rows.append({"run": path, "topic": topic, **counted(values)})
+    _say(note)
     _print_rows(rows, args.format)
 
 
@@ -189,10 +274,13 @@ def compare_command(args: argparse.Namespace) -> None:
     def load(path: str) -> tuple[str, dict]:
         return path, read_run(path, run_format=args.run_format, duplicates=args.duplicates)
 
+    qrels = load_qrels(args.qrels)
+    measures, note = _measures(args, qrels)
     table = compare_runs(
-        (args.qrels, load_qrels(args.qrels)), load(args.baseline),
-        [load(path) for path in args.runs], args.measures, args.permutations, args.seed, args.holm,
+        (args.qrels, qrels), load(args.baseline), [load(path) for path in args.runs], measures,
+        args.permutations, args.seed, args.holm,
     )  # fmt: skip
+    _say(note)
     print(RENDERERS[args.format](table), end="")
 
 
@@ -219,10 +307,12 @@ def _print_rows(rows: list[dict], style: str) -> None:
 
 
 def crossval_command(args: argparse.Namespace) -> None:
+    qrels = load_qrels(args.qrels)
+    measures, note = _measures(args, qrels)
     dense = read_run(args.dense, run_format=args.run_format, duplicates=args.duplicates)
     base = read_run(args.base, run_format=args.run_format, duplicates=args.duplicates)
     results = crossvalidate_linear(
-        dense, base, load_qrels(args.qrels), args.measures, alphas=args.alphas,
+        dense, base, qrels, measures, alphas=args.alphas,
         k_folds=args.folds, seed=args.seed, mode="legacy" if args.legacy else "default",
         k=args.depth,
     )  # fmt: skip
@@ -238,6 +328,7 @@ def crossval_command(args: argparse.Namespace) -> None:
         }
         for column, result in summary["columns"].items()
     ]
+    _say(note)
     _print_rows(rows, "md")
 
 

@@ -6,6 +6,12 @@ Each run is compared with the baseline on their *shared topics*: the qrels topic
 A measure then pairs the shared topics for which both have a value (the ARQMath prime measures
 have none where a run keeps no judged document), and its scores are means over those paired
 topics (sums for counts such as ``Rel_Ret``), so that the difference printed is the one tested.
+
+A score is undefined (``None``: ``–`` in a table, ``null`` in JSON, an empty CSV cell) when the
+measure pairs no topic, or when none of the paired topics has a document relevant at the
+measure's level (:attr:`~hybrid_ir.evaluate.Column.relevance_level`): 0 against 0 would read as
+"no difference". Its tests are undefined with it, and so are the tests of fewer than 2 paired
+topics. Diagnostic columns (Judged@k, counts) are compared but never marked significant.
 """
 
 from __future__ import annotations
@@ -43,26 +49,34 @@ class Coverage:
 
 @dataclass(frozen=True)
 class Comparison:
-    """One run against the baseline on one measure."""
+    """One run against the baseline on one measure, over ``topics`` paired topics; a score or
+    test that is undefined there is ``None`` (module docstring)."""
 
     measure: str
     run: str
     path: str
-    score: float
-    baseline: float
+    topics: int
+    score: float | None
+    baseline: float | None
     count: bool
-    ttest: TTest
-    randomization: RandomizationTest
+    ttest: TTest | None
+    randomization: RandomizationTest | None
+    diagnostic: bool = False
     ttest_holm: float | None = None
     randomization_holm: float | None = None
 
     @property
-    def difference(self) -> float:
+    def difference(self) -> float | None:
+        if self.score is None or self.baseline is None:
+            return None
         return self.score - self.baseline
 
     @property
     def marker(self) -> str:
-        """``*`` / ``**`` from the t-test's p, Holm-adjusted when the table is."""
+        """``*`` / ``**`` from the t-test's p, Holm-adjusted when the table is; none on a
+        diagnostic column or without a test."""
+        if self.diagnostic or self.ttest is None:
+            return ""
         return marker(self.ttest.pvalue if self.ttest_holm is None else self.ttest_holm)
 
 
@@ -150,16 +164,20 @@ def compare_runs(
             topics = scores[column.name].keys() & base_scores[column.name].keys()
             mine = {t: scores[column.name][t] for t in topics & shared[run_name]}
             theirs = {t: base_scores[column.name][t] for t in mine}
+            defined = bool(mine) and _has_relevant(qrels, mine, column.relevance_level)
+            tested = defined and len(mine) >= 2
             rows.append(
                 Comparison(
                     column.name,
                     run_name,
                     str(path),
-                    _aggregate(mine, column.total),
-                    _aggregate(theirs, column.total),
+                    len(mine),
+                    _aggregate(mine, column.total) if defined else None,
+                    _aggregate(theirs, column.total) if defined else None,
                     column.total,
-                    paired_ttest(mine, theirs),
-                    randomization_test(mine, theirs, permutations, seed),
+                    paired_ttest(mine, theirs) if tested else None,
+                    randomization_test(mine, theirs, permutations, seed) if tested else None,
+                    column.diagnostic,
                 )
             )
     if adjust:
@@ -172,19 +190,30 @@ def compare_runs(
     )
 
 
+def _has_relevant(qrels: Qrels, topics: dict[str, float], level: int | None) -> bool:
+    """Whether some topic of ``topics`` has a document relevant at ``level`` (a column without
+    a level, a diagnostic, is defined without one)."""
+    if level is None:
+        return True
+    return any(grade >= level for topic in topics for grade in qrels[topic].values())
+
+
 def _aggregate(scores: dict[str, float], total: bool) -> float:
-    if total:
-        return sum(scores.values())
-    return sum(scores.values()) / len(scores) if scores else 0.0
+    return sum(scores.values()) if total else sum(scores.values()) / len(scores)
 
 
 def _holm_adjusted(rows: list[Comparison]) -> list[Comparison]:
-    """The rows with their p-values adjusted across the runs of each measure."""
+    """The rows with their p-values adjusted across the runs of each measure that have a test."""
     adjusted = list(rows)
     for measure in dict.fromkeys(row.measure for row in rows):
-        indices = [i for i, row in enumerate(rows) if row.measure == measure]
-        ttests = holm([rows[i].ttest.pvalue for i in indices])
-        randomized = holm([rows[i].randomization.pvalue for i in indices])
+        tests = [
+            (index, row.ttest.pvalue, row.randomization.pvalue)
+            for index, row in enumerate(rows)
+            if row.measure == measure and row.ttest is not None and row.randomization is not None
+        ]
+        indices = [index for index, _, _ in tests]
+        ttests = holm([pvalue for _, pvalue, _ in tests])
+        randomized = holm([pvalue for _, _, pvalue in tests])
         for index, ttest_p, randomized_p in zip(indices, ttests, randomized, strict=True):
             adjusted[index] = replace(
                 rows[index], ttest_holm=ttest_p, randomization_holm=randomized_p
@@ -211,12 +240,12 @@ def _cells(
 ) -> list[str]:
     digits = 0 if row.count else DIGITS
     cells = [
-        str(row.ttest.n),
+        str(row.topics),
         format_value(row.score, digits) + star(row.marker),
         format_value(row.baseline, digits),
         format_value(row.difference, digits, signed=True),
-        _p_text(row.ttest.pvalue),
-        _p_text(row.randomization.pvalue),
+        _p_text(row.ttest.pvalue if row.ttest else None),
+        _p_text(row.randomization.pvalue if row.randomization else None),
     ]
     if table.holm:
         cells += [_p_text(row.ttest_holm), _p_text(row.randomization_holm)]
@@ -249,6 +278,17 @@ def legend(table: CompareTable) -> list[str]:
         lines.append(
             "(Holm): the p-value adjusted by Holm–Bonferroni across the runs of each measure."
         )
+    diagnostics = list(dict.fromkeys(row.measure for row in table.rows if row.diagnostic))
+    if diagnostics:
+        lines.append(
+            f"{', '.join(diagnostics)}: diagnostics of the runs and their judgments, not "
+            "effectiveness: never marked."
+        )
+    if any(row.ttest is None for row in table.rows):
+        lines.append(
+            "–: undefined: no paired topic, or none with a document relevant at the measure's "
+            "level; a p-value also with fewer than 2 paired topics."
+        )
     qrels = table.coverage[0].qrels
     counts = ", ".join(f"{c.run} {c.shared} ({c.dropped} dropped)" for c in table.coverage)
     lines.append(
@@ -277,7 +317,10 @@ def render_markdown(table: CompareTable) -> str:
 
 
 # Text that LaTeX sets only in math mode, after _LATEX_SPECIAL has escaped the rest.
-_LATEX_MATH = (("<=", r"$\le$"), ("<", "$<$"), ("2^n", "$2^n$"), ("Δ", r"$\Delta$"), ("–", "--"))
+_LATEX_MATH = (
+    ("<=", r"$\le$"), ("<", "$<$"), (r"2\textasciicircum{}n", "$2^n$"), ("Δ", r"$\Delta$"),
+    ("–", "--"),
+)  # fmt: skip
 
 
 def _latex(text: str, escape: bool = True) -> str:
@@ -326,17 +369,23 @@ def render_csv(table: CompareTable) -> str:
     writer.writerow(header + (["ttest_p_holm", "randomization_p_holm"] if table.holm else []))
     coverage = {c.run: c for c in table.coverage}
     for row in table.rows:
-        test = row.randomization
+        ttest, test = row.ttest, row.randomization
         values = [
-            row.measure, row.run, row.path, table.baseline, row.ttest.n,
-            coverage[row.run].shared, coverage[row.run].dropped, repr(row.score),
-            repr(row.baseline), repr(row.difference), repr(row.ttest.statistic),
-            repr(row.ttest.pvalue), repr(test.pvalue), test.permutations, test.exact, table.seed,
+            row.measure, row.run, row.path, table.baseline, row.topics,
+            coverage[row.run].shared, coverage[row.run].dropped, _csv(row.score),
+            _csv(row.baseline), _csv(row.difference), _csv(ttest.statistic if ttest else None),
+            _csv(ttest.pvalue if ttest else None), _csv(test.pvalue if test else None),
+            test.permutations if test else "", test.exact if test else "", table.seed,
         ]  # fmt: skip
         if table.holm:
-            values += [repr(row.ttest_holm), repr(row.randomization_holm)]
+            values += [_csv(row.ttest_holm), _csv(row.randomization_holm)]
         writer.writerow(values)
     return out.getvalue()
+
+
+def _csv(value: float | None) -> str:
+    """An unrounded number, or an empty cell where it is undefined."""
+    return "" if value is None else repr(value)
 
 
 def _number(value: float | None) -> float | None:
@@ -346,7 +395,7 @@ def _number(value: float | None) -> float | None:
 
 def comparison_document(table: CompareTable) -> dict:
     """The comparison as plain data: its settings, each run's topic coverage, and one object
-    per measure and run with every number unrounded (null where a test has no finite value).
+    per measure and run with every number unrounded (null where it is undefined or not finite).
     Keys: ``baseline``, ``baseline_file``, ``qrels``, ``permutations``, ``seed``, ``holm``,
     ``coverage`` (``run``, ``shared_topics``, ``qrels_topics``, ``dropped_topics``) and
     ``comparisons`` (``measure``, ``run``, ``file``, ``topics``, ``score``, ``baseline_score``,
@@ -355,13 +404,16 @@ def comparison_document(table: CompareTable) -> dict:
     ``randomization_p_holm``)."""
     comparisons: list[dict] = []
     for row in table.rows:
+        ttest, test = row.ttest, row.randomization
         item = {
-            "measure": row.measure, "run": row.run, "file": row.path, "topics": row.ttest.n,
+            "measure": row.measure, "run": row.run, "file": row.path, "topics": row.topics,
             "score": _number(row.score), "baseline_score": _number(row.baseline),
             "difference": _number(row.difference), "count": row.count,
-            "t_statistic": _number(row.ttest.statistic), "ttest_p": _number(row.ttest.pvalue),
-            "randomization_p": _number(row.randomization.pvalue),
-            "permutations": row.randomization.permutations, "exact": row.randomization.exact,
+            "t_statistic": _number(ttest.statistic if ttest else None),
+            "ttest_p": _number(ttest.pvalue if ttest else None),
+            "randomization_p": _number(test.pvalue if test else None),
+            "permutations": test.permutations if test else None,
+            "exact": test.exact if test else None,
         }  # fmt: skip
         if table.holm:
             item |= {

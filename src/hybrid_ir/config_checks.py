@@ -549,6 +549,32 @@ def _check_fusions(config: dict, source: str) -> None:
             check_fusion(entry["method"], len(entry["runs"]), params)
         except ConfigError as error:
             raise ConfigError(f"{source}: {where}: {cut(str(error))}") from None
+    for collection, by_topics in config["fusions"].items():
+        for fused in by_topics.values():
+            _check_fusion_cycle(fused, f"{source}: fusions.{collection}")
+
+
+def _check_fusion_cycle(fused: dict, where: str) -> None:
+    """No fused run of one topic set includes itself through others (Snakemake's
+    CyclicGraphException named no key). Fused runs that include only finished ones are
+    finished, repeatedly; any left over lie on or lead to a cycle, which a walk along them
+    finds."""
+    includes = {
+        name: [run for run in entry["runs"] if run in fused] for name, entry in fused.items()
+    }
+    left = dict.fromkeys(fused)
+    while finished := [name for name in left if not any(run in left for run in includes[name])]:
+        for name in finished:
+            del left[name]
+    if not left:
+        return
+    walk = [next(iter(left))]
+    while walk.count(walk[-1]) == 1:
+        walk.append(next(run for run in includes[walk[-1]] if run in left))
+    cycle = walk[walk.index(walk[-1]) :]
+    raise ConfigError(
+        f"{where}.{cycle[-2]}.runs: {' includes '.join(cycle)}: a fused run cannot include itself"
+    )
 
 
 def check_resources(config: dict, rules: set[str], source: str) -> None:

@@ -5,14 +5,15 @@ a collection's sources) resolved."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import yaml
 
 from hybrid_ir.config_settings import TRAINING_LENGTHS, training_sections
-from hybrid_ir.errors import ConfigError, cut
-from hybrid_ir.formats import YAML_LOADER
+from hybrid_ir.errors import ConfigError, InputFormatError, cut
+from hybrid_ir.formats import check_json_nesting, parse_yaml, read_document
 
 
 def resolve_overrides(config: dict, layers: Sequence[tuple[str, Mapping]]) -> None:
@@ -99,44 +100,72 @@ _READ_FILES: dict[tuple[str, int, int], Mapping] = {}
 
 
 def read_config_file(path: str | Path) -> dict:
-    """One configuration file, refused in one line as Snakemake refuses it (not UTF-8, not a
-    mapping at the top level) and when its aliases expand beyond :data:`EXPANDED_VALUES_LIMIT`;
-    a copy of its mapping each call."""
+    """One configuration file read as Snakemake reads it (JSON, else YAML, templated by yte
+    where it sets ``__use_yte__``), refused in one line as Snakemake refuses it (not UTF-8, not
+    a mapping at the top level), and beyond what Snakemake checks: larger than
+    :data:`~hybrid_ir.formats.MAX_DOCUMENT_SIZE`, nested deeper than
+    :data:`~hybrid_ir.formats.MAX_NESTING` or with aliases expanding beyond
+    :data:`EXPANDED_VALUES_LIMIT`; a copy of its mapping each call."""
     where = f"configuration file {str(path)!r}"
     try:
         status = Path(path).stat()
         key = (str(Path(path).resolve()), status.st_mtime_ns, status.st_size)
         if key not in _READ_FILES:
-            with open(path, encoding="utf-8") as handle:
-                _READ_FILES[key] = _parse_layer(handle.read(), where)
+            _READ_FILES[key] = _parse_layer(read_document(path), path, where)
         layer = _READ_FILES[key]
-    except UnicodeDecodeError as error:
-        raise ConfigError(f"{where}: not UTF-8 text (byte {error.start})") from None
+    except InputFormatError as error:
+        line = f", line {error.line}" if error.line is not None else ""
+        raise ConfigError(f"{where}{line}: {error.problem}") from None
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"cannot read {where}: {cut(str(error))}") from None
     return copy.deepcopy(dict(layer))
 
 
-def _parse_layer(text: str, where: str) -> Mapping:
-    """The document of ``text``, composed once: its aliases counted on the node graph, then
-    constructed from it."""
-    loader = YAML_LOADER(text)
-    try:
-        node = loader.get_single_node()
-        values = 0 if node is None else _expanded_values(node)
-        if values is None or values > EXPANDED_VALUES_LIMIT:
-            raise ConfigError(
-                f"{where}: too many aliases: with its YAML aliases expanded it holds "
-                + ("endless values (an alias inside its own anchor)" if values is None else
-                   f"{values:,} values, over the {EXPANDED_VALUES_LIMIT:,} allowed")
-            )  # fmt: skip
-        layer = None if node is None else loader.construct_document(node)
-    finally:
-        loader.dispose()
+def _parse_layer(text: str, path: str | Path, where: str) -> Mapping:
+    """The layer of ``text``: JSON where it is JSON, else YAML (its aliases counted on the node
+    graph before anything is constructed), rendered by yte where it asks to be."""
+    layer = _json_layer(text, path)
+    if layer is None:
+        layer = parse_yaml(text, path, check=lambda node: _check_aliases(node, where))
+        if isinstance(layer, Mapping) and "__use_yte__" in layer:
+            layer = _templated(text, where)
     if not isinstance(layer, Mapping):
         found = "it is empty" if layer is None else f"its top level is a {type(layer).__name__}"
         raise ConfigError(f"{where}: must be a mapping of keys at the top level, but {found}")
     return layer
+
+
+def _templated(text: str, where: str) -> object:
+    """The document yte renders, as Snakemake's reader renders a file that sets
+    ``__use_yte__`` (its expressions are Python, run as Snakemake runs them)."""
+    import yte
+    from yte.exceptions import YteError
+
+    try:
+        return yte.process_yaml(text, require_use_yte=True)
+    except YteError as error:
+        raise ConfigError(f"{where}: yte template: {cut(str(error))}") from None
+
+
+def _json_layer(text: str, path: str | Path) -> object | None:
+    """The document of a file that is JSON, which Snakemake tries first; None for any other."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return None
+    check_json_nesting(text, path)
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _check_aliases(node: yaml.Node, where: str) -> None:
+    values = _expanded_values(node)
+    if values is None or values > EXPANDED_VALUES_LIMIT:
+        raise ConfigError(
+            f"{where}: too many aliases: with its YAML aliases expanded it holds "
+            + ("endless values (an alias inside its own anchor)" if values is None else
+               f"{values:,} values, over the {EXPANDED_VALUES_LIMIT:,} allowed")
+        )  # fmt: skip
 
 
 def config_layers(files: Sequence[str | Path], overrides: Mapping) -> list[tuple[str, Mapping]]:

@@ -102,7 +102,7 @@ from typing import Literal
 import ir_measures
 from ir_measures import measures as ir_measure_types
 
-from hybrid_ir.errors import ConfigError, EvaluationError
+from hybrid_ir.errors import ConfigError, EvaluationError, cut
 from hybrid_ir.formats import parse_relevance, qrels_lines
 from hybrid_ir.runs import Run, read_run, topic_sort_key
 
@@ -137,6 +137,23 @@ class Column:
     judged_at: int | None = None
     averaging: Averaging = ALL_TOPICS
     total: bool = False
+
+    @property
+    def diagnostic(self) -> bool:
+        """Judged@k and counts (``Rel_Ret``, ``NumRet``...) describe a run and its pool rather
+        than rank its effectiveness: a significance marker on them would claim a better run."""
+        return self.judged_at is not None or self.total
+
+    @property
+    def relevance_level(self) -> int | None:
+        """The lowest grade this column counts as relevant (trec_eval's ``-l``; nDCG gains from
+        grade 1), or None for a diagnostic column, which is a true number with no relevant
+        document at all (a count of 0, a judged fraction)."""
+        if self.diagnostic or self.measure is None:
+            return None
+        if "rel" in self.measure.SUPPORTED_PARAMS:
+            return int(self.measure["rel"])
+        return 1
 
 
 @dataclass(frozen=True)
@@ -265,6 +282,9 @@ def _column_of_a_set(name: str) -> Column | None:
     return None
 
 
+_C_LONG_MAX = 2**63 - 1
+
+
 def _columns(item: str | MeasureSet) -> tuple[Column, ...]:
     if isinstance(item, MeasureSet):
         return item.columns
@@ -282,6 +302,13 @@ def _columns(item: str | MeasureSet) -> tuple[Column, ...]:
     # pytrec_eval aborts the process on a cut-off of 0 and fails on a float one.
     if cutoff is not None and (type(cutoff) is not int or cutoff < 1):
         raise ConfigError(f"measure {item!r}: the cut-off {cutoff!r} is not a positive integer")
+    # trec_eval reads a cut-off as a C long, saturating beyond it: the measure it reports is
+    # then another one (P_9223372036854775807), which ir_measures fails to find (KeyError).
+    if cutoff is not None and cutoff > _C_LONG_MAX:
+        raise ConfigError(
+            f"measure {cut(item)!r}: the cut-off is beyond {_C_LONG_MAX:,}, the largest trec_eval "
+            "reads"
+        )
     if measure.NAME == "Judged" and isinstance(measure["cutoff"], int):
         # Computed here so that ties at the cutoff fall as in trec_eval and the other columns.
         return (Column(item, judged_at=measure["cutoff"]),)
@@ -313,6 +340,62 @@ def resolve_measures(items: Iterable[str | MeasureSet]) -> list[Column]:
     if not columns:
         raise ConfigError("no measures requested")
     return list(columns.values())
+
+
+def grades_text(grades: Iterable[int]) -> str:
+    """Relevance grades as a reader takes them in: ``0-3`` for a run of consecutive grades,
+    else a list (``0, 2, 5``), cut after 8."""
+    ordered = sorted(set(grades))
+    if len(ordered) > 1 and ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"{ordered[0]} to {ordered[-1]}" if ordered[0] < 0 else f"{ordered[0]}-{ordered[-1]}"
+    shown = ", ".join(map(str, ordered[:8]))
+    return shown + (f", … ({len(ordered)} grades)" if len(ordered) > 8 else "")
+
+
+def _grades(qrels: Qrels) -> set[int]:
+    return {grade for judgments in qrels.values() for grade in judgments.values()}
+
+
+def default_measures(qrels: Qrels) -> tuple[str, str]:
+    """The measure set that fits the qrels, and why: ``arqmath`` (MAP', P'@10, BPref relevant
+    from grade 2) when a grade is 2 or more, else ``beir`` (relevant from grade 1). A set whose
+    level no grade reaches would score every topic 0, which reads as a result."""
+    present = _grades(qrels)
+    if max(present, default=0) >= 2:
+        return "arqmath", f"the qrels' grades are {grades_text(present)}: relevant from 2"
+    return "beir", f"the qrels' grades are {grades_text(present)}"
+
+
+def check_relevance_levels(
+    qrels: Qrels, measures: Sequence[str | MeasureSet], qrels_name: str = "the qrels"
+) -> None:
+    """An :class:`EvaluationError` naming the first measure whose relevance level no judgment
+    of ``qrels`` reaches: no topic then has a relevant document for it, and every score (0,
+    or a p-value of 1 between two such zeros) would only say so."""
+    present = _grades(qrels)
+    highest = max(present, default=None)
+    for column in resolve_measures(measures):
+        level = column.relevance_level
+        if level is not None and (highest is None or highest < level):
+            raise EvaluationError(
+                f"{qrels_name}: {column.name} counts relevance >= {level} as relevant, but the "
+                f"qrels' grades are {grades_text(present)}: no topic has a relevant document "
+                "for it (--measures to choose others)"
+            )
+
+
+def measures_for(
+    qrels: Qrels, measures: Sequence[str] | None, qrels_name: str = "the qrels"
+) -> tuple[list[str], str | None]:
+    """The measures list to score ``qrels`` with, and, when ``measures`` is None, a line saying
+    which set :func:`default_measures` chose and why; every measure is checked by
+    :func:`check_relevance_levels`."""
+    note = None
+    if measures is None:
+        name, reason = default_measures(qrels)
+        measures, note = [name], f"measures: {name} ({reason}; --measures to choose)"
+    check_relevance_levels(qrels, measures, qrels_name)
+    return list(measures), note
 
 
 def evaluate(

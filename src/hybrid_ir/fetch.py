@@ -9,34 +9,47 @@ uncompressed upstream bytes, which a download is checked against before it is co
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import csv
-import functools
 import gzip
 import hashlib
-import http.client
 import os
 import re
 import shutil
-import socket
 import ssl
 import tempfile
-import threading
-import urllib.error
-import urllib.request
+import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from hybrid_ir.downloads import (
+    ATTEMPTS,
+    BACKOFF_S,
+    DownloadFailed,
+    Progress,
+    download,
+    is_https,
+)
 from hybrid_ir.errors import FetchError, InputFormatError, quoted
 from hybrid_ir.formats import atomic_output, make_readable
+from hybrid_ir.members import (
+    Member,
+    MemberList,
+    assemble,
+    gunzipped_sha256,
+    safe_relative,
+    sha256_of,
+)
 
 MIRROR_ENVIRONMENT_VARIABLE = "HYBRID_IR_MIRROR"
-RAW_URL = "https://raw.githubusercontent.com/{repository}/{commit}/{path}"
+RAW_URL_ENVIRONMENT_VARIABLE = "HYBRID_IR_RAW_URL"
+RAW_URL_BASE = "https://raw.githubusercontent.com"
+RAW_URL = RAW_URL_BASE + "/{repository}/{commit}/{path}"
 _CHUNK = 1 << 20
 _SIZE_MARGIN = 1 << 20
 _GZIP_RATIO_BOUND = 64
-_MINIMUM_DEADLINE = 180.0
-_SLOWEST_ACCEPTED_RATE = 256 << 10  # bytes per second
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -75,13 +88,8 @@ def mirror_root(configured: str | Path | None) -> Path | None:
 
 def _stays_inside(path: str) -> bool:
     """Whether a manifest path, joined to the mirror or the results folder, names a file inside
-    it: relative, and without empty, ``.`` or ``..`` parts (nor a NUL, which no file name has)."""
-    return (
-        bool(path)
-        and not path.startswith("/")
-        and "\0" not in path
-        and all(part not in ("", ".", "..") for part in path.split("/"))
-    )
+    it (see :func:`hybrid_ir.members.safe_relative`)."""
+    return safe_relative(path)
 
 
 def load_manifest(path: str | Path) -> dict[str, ManifestEntry]:
@@ -139,32 +147,58 @@ def _manifest_entry(
     return ManifestEntry(**text_fields, size=int(row["size"]))
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+def raw_url_base(configured: str | None) -> str:
+    """Where pinned raw-file URLs are served: ``$HYBRID_IR_RAW_URL`` if set, else the configured
+    ``raw_url``, else GitHub's raw host (a proxy or a local copy of it takes its place)."""
+    return (os.environ.get(RAW_URL_ENVIRONMENT_VARIABLE) or configured or RAW_URL_BASE).rstrip("/")
+
+
+def upstream_url(url: str, base: str) -> str:
+    """``url`` with GitHub's raw host replaced by ``base``; any other URL as it is."""
+    if base != RAW_URL_BASE and url.startswith(f"{RAW_URL_BASE}/"):
+        return base + url[len(RAW_URL_BASE) :]
+    return url
+
+
+def member_url(members: MemberList, member: Member, base: str) -> str:
+    path = urllib.parse.quote(members.upstream_path(member))
+    return f"{base}/{members.repository}/{members.commit}/{path}"
+
+
+@dataclass(frozen=True)
+class Network:
+    """How downloads behave: ``timeout`` bounds each wait, ``deadline`` one attempt (default:
+    three minutes plus the largest accepted body at 256 KiB/s); ``attempts`` and ``backoff_s``
+    retry a failed attempt; ``ssl_context`` replaces the system's certificate checks (a server
+    whose certificate a private authority signed); ``raw_url`` replaces GitHub's raw host;
+    ``connections`` downloads an archive's members side by side."""
+
+    timeout: float = 60
+    deadline: float | None = None
+    ssl_context: ssl.SSLContext | None = None
+    attempts: int = ATTEMPTS
+    backoff_s: float = BACKOFF_S
+    raw_url: str = RAW_URL_BASE
+    connections: int = 4
 
 
 def fetch(
     entry: ManifestEntry,
     mirror: Path | None,
     destination: str | Path,
-    timeout: float = 60,
-    deadline: float | None = None,
-    ssl_context: ssl.SSLContext | None = None,
+    members: MemberList | None = None,
+    network: Network = Network(),
+    partial_dir: str | Path | None = None,
+    progress: Progress | None = None,
 ) -> str:
     """Place the verified file at ``destination``; return where it came from.
 
-    The file is written under a temporary name in the destination folder and renamed only once
-    its checksum matches, so a failed fetch never leaves a file that looks complete.
-
-    Only https:// URLs are downloaded, and redirects are followed only to https:// URLs.
-    ``timeout`` bounds each wait on the network, ``deadline`` a whole download in seconds; by
-    default three minutes plus the time the largest accepted body (see ``_download_limit``)
-    takes at 256 KiB/s. ``ssl_context`` replaces the system's certificate checks, for a server
-    whose certificate a private authority signed.
+    From the mirror if it holds the file; else downloaded from its pinned URL, or member by
+    member when the row has a member list (``members``), each member verified and the archive
+    packed as the list says. Downloads go to partial files under ``partial_dir``, which a later
+    call resumes (default: a temporary folder beside ``destination``, removed at the end). The
+    file reaches ``destination`` under a temporary name in its folder, renamed only once
+    verified, so a failed fetch never leaves a file that looks complete.
     """
     if not _stays_inside(entry.path):
         raise FetchError(
@@ -173,76 +207,199 @@ def fetch(
         )
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
+    mirrored = mirror / entry.path if mirror else None
+    if mirrored and mirrored.is_file():
+        _copy_verified(entry, members, mirrored, destination)
+        return str(mirrored)
+    where = f"not in the mirror {mirror}" if mirror else "no mirror configured"
+    if not entry.url and members is None:
+        raise FetchError(
+            f"cannot fetch {entry.path}: {where} and it has no download URL; "
+            f"place it there, built from {entry.where_to_get_it()}"
+        )
+    with contextlib.ExitStack() as stack:
+        partials = Path(partial_dir) if partial_dir else Path(stack.enter_context(
+            tempfile.TemporaryDirectory(prefix=f".{destination.name}.", dir=destination.parent)
+        ))  # fmt: skip
+        if entry.url:
+            return _download_verified(entry, destination, partials, network, progress, where)
+        assert members is not None
+        _assemble_verified(entry, members, destination, partials, network, progress, where)
+        return f"{members.describe()} from {network.raw_url}"
+
+
+def _copy_verified(
+    entry: ManifestEntry, members: MemberList | None, mirrored: Path, destination: Path
+) -> None:
+    # A size other than the manifest's is another file, said before its copy and hash (a
+    # truncated copy of a large file, say); an archive packed again from its members may
+    # differ in its compression only.
+    size = mirrored.stat().st_size
+    if size != entry.size and members is None:
+        raise FetchError(
+            f"checksum mismatch for {entry.path} (from {mirrored}): expected sha256 "
+            f"{entry.sha256} of {entry.size} bytes, got a file of {size} bytes (not hashed); "
+            f"get the original from {entry.where_to_get_it()}"
+        )
+    with _staging(destination) as staging:
+        shutil.copyfile(mirrored, staging)
+        actual = accepted_digest(staging, entry, members)
+        if actual is not None:
+            raise FetchError(
+                f"checksum mismatch for {entry.path} (from {mirrored}): expected sha256 "
+                f"{entry.sha256}, got {actual}; get the original from {entry.where_to_get_it()}"
+            )
+
+
+def accepted_digest(file: Path, entry: ManifestEntry, members: MemberList | None) -> str | None:
+    """None when ``file`` is the row's file: its sha256 is the manifest's, or its content once
+    gunzipped is the one pinned (the upstream file of a row gzipped for the mirror, the tar
+    stream of a row with a member list), which a download compressed again has; else the
+    file's sha256, for the message."""
+    actual = sha256_of(file)
+    if actual == entry.sha256:
+        return None
+    content = entry.upstream_sha256 or (members.tar_sha256 if members is not None else "")
+    if content and gunzipped_sha256(file) == content:
+        return None
+    return actual
+
+
+@contextlib.contextmanager
+def _staging(destination: Path) -> Iterator[Path]:
+    """A temporary sibling of ``destination``, renamed to it when the block ends without error."""
     fd, name = tempfile.mkstemp(
         prefix=f".{destination.name}.", suffix=".part", dir=destination.parent
     )
     os.close(fd)
     staging = Path(name)
     try:
-        source = _fetch_unverified(entry, mirror, staging, timeout, deadline, ssl_context)
-        # A download of a file gzipped when the mirror was staged was checked against the
-        # upstream bytes; re-compressing cannot reproduce the mirror copy's exact bytes.
-        recompressed = source == entry.url and entry.gzipped_here
-        actual = entry.sha256 if recompressed else sha256_of(staging)
-        if actual != entry.sha256:
-            raise FetchError(
-                f"checksum mismatch for {entry.path} (from {source}): expected sha256 "
-                f"{entry.sha256}, got {actual}; get the original from {entry.where_to_get_it()}"
-            )
+        yield staging
         make_readable(staging)
         os.replace(staging, destination)
-        return source
     finally:
         staging.unlink(missing_ok=True)
 
 
-def _fetch_unverified(
+def _download_verified(
     entry: ManifestEntry,
-    mirror: Path | None,
-    staging: Path,
-    timeout: float,
-    deadline: float | None,
-    ssl_context: ssl.SSLContext | None,
+    destination: Path,
+    partials: Path,
+    network: Network,
+    progress: Progress | None,
+    where: str,
 ) -> str:
-    mirrored = mirror / entry.path if mirror else None
-    if mirrored and mirrored.is_file():
-        # The stored file itself: a size other than the manifest's is another file, said before
-        # its copy and hash (a truncated copy of a large file, say).
-        size = mirrored.stat().st_size
-        if size != entry.size:
-            raise FetchError(
-                f"checksum mismatch for {entry.path} (from {mirrored}): expected sha256 "
-                f"{entry.sha256} of {entry.size} bytes, got a file of {size} bytes (not hashed); "
-                f"get the original from {entry.where_to_get_it()}"
-            )
-        shutil.copyfile(mirrored, staging)
-        return str(mirrored)
-    where = f"not in the mirror {mirror}" if mirror else "no mirror configured"
-    if not entry.url:
+    url = upstream_url(entry.url, network.raw_url)
+    if not is_https(url):
         raise FetchError(
-            f"cannot fetch {entry.path}: {where} and it has no download URL; "
-            f"place it there, built from {entry.where_to_get_it()}"
-        )
-    if not _is_https(entry.url):
-        raise FetchError(
-            f"cannot fetch {entry.path}: {where} and its download URL {quoted(entry.url)} is "
+            f"cannot fetch {entry.path}: {where} and its download URL {quoted(url)} is "
             "not https://, the only kind downloaded; fix the manifest or place the file there"
         )
-    try:
-        _download(entry, staging, timeout, deadline, ssl_context)
-    except (urllib.error.URLError, http.client.HTTPException, OSError) as error:
-        reason = getattr(error, "reason", None) or error
-        if isinstance(error, urllib.error.HTTPError):
-            reason = f"HTTP {error.code}"
+    partial = partials / f"{entry.path}.part"
+    expected = entry.upstream_sha256 or entry.sha256
+    actual = _download_checked(
+        url, partial, _download_limit(entry), expected, network, progress, entry, where
+    )
+    if actual != expected:
+        what = "upstream sha256" if entry.gzipped_here else "sha256"
         raise FetchError(
-            f"cannot fetch {entry.path}: {where} and the download from {entry.url} failed "
-            f"({reason}); get it from {entry.where_to_get_it()} and place it in the mirror"
-        ) from None
-    return entry.url
+            f"checksum mismatch for {entry.path} (from {url}): expected {what} {expected}, "
+            f"got {actual}; the partial download is deleted; get it from "
+            f"{entry.where_to_get_it()}"
+        )
+    with _staging(destination) as staging:
+        if entry.gzipped_here:
+            # Checked against the upstream bytes; compressing again cannot reproduce the mirror
+            # copy's exact bytes, so the manifest's sha256 is not asked of it.
+            with open(partial, "rb") as plain, open(staging, "wb") as raw:
+                with gzip.GzipFile(
+                    filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0
+                ) as out:
+                    shutil.copyfileobj(plain, out, _CHUNK)
+        else:
+            shutil.copyfile(partial, staging)
+    partial.unlink(missing_ok=True)
+    return url
 
 
-def _is_https(url: str) -> bool:
-    return url.startswith("https://")
+def _download_checked(
+    url: str,
+    partial: Path,
+    limit: int,
+    expected: str,
+    network: Network,
+    progress: Progress | None,
+    entry: ManifestEntry,
+    where: str,
+) -> str:
+    """Download ``url`` into ``partial`` and return its sha256; a resumed file of the wrong
+    bytes is downloaded once more from the start (its first part may be what was wrong), and a
+    file of the wrong bytes is deleted, never resumed."""
+    resumed = partial.is_file() and partial.stat().st_size > 0
+    for _ in range(2 if resumed else 1):
+        try:
+            download(
+                url, partial, limit, network.timeout, network.deadline, network.ssl_context,
+                progress, network.attempts, network.backoff_s,
+            )  # fmt: skip
+        except DownloadFailed as error:
+            raise FetchError(
+                f"cannot fetch {entry.path}: {where} and the download from {url} failed "
+                f"({error.reason}); get it from {entry.where_to_get_it()} and place it in the "
+                "mirror"
+            ) from None
+        actual = sha256_of(partial)
+        if actual == expected:
+            return actual
+        partial.unlink()
+    return actual
+
+
+def _assemble_verified(
+    entry: ManifestEntry,
+    members: MemberList,
+    destination: Path,
+    partials: Path,
+    network: Network,
+    progress: Progress | None,
+    where: str,
+) -> None:
+    """Download every member not yet verified under the partial folder, check each, pack them
+    into ``destination`` and verify the archive; the members are deleted once it is in place."""
+    folder = partials / f"{entry.path}.members"
+
+    def one(member: Member) -> None:
+        target = folder / member.name
+        if target.is_file() and target.stat().st_size == member.size:
+            return  # verified and renamed by an earlier call
+        url = member_url(members, member, network.raw_url)
+        if not is_https(url):
+            raise FetchError(f"cannot fetch {entry.path}: {quoted(url)} is not https://")
+        partial = target.with_name(target.name + ".part")
+        limit = member.size + max(_SIZE_MARGIN, member.size // 100)
+        actual = _download_checked(
+            url, partial, limit, member.sha256, network, progress, entry, where
+        )
+        if actual != member.sha256:
+            raise FetchError(
+                f"checksum mismatch for member {member.name} of {entry.path} (from {url}): "
+                f"expected sha256 {member.sha256}, got {actual}; the partial download is deleted"
+            )
+        os.replace(partial, target)
+
+    files = list(members.files())
+    with concurrent.futures.ThreadPoolExecutor(max(1, network.connections)) as pool:
+        # list() re-raises the first member's error, after the others have finished.
+        list(pool.map(one, files))
+    with _staging(destination) as staging:
+        assemble(members, folder, staging)
+        actual = accepted_digest(staging, entry, members)
+        if actual is not None:
+            raise FetchError(
+                f"checksum mismatch for {entry.path} (packed from its members): expected "
+                f"sha256 {entry.sha256}, got {actual}"
+            )
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _download_limit(entry: ManifestEntry) -> int:
@@ -261,131 +418,6 @@ def _download_limit(entry: ManifestEntry) -> int:
     """
     expected = entry.size * _GZIP_RATIO_BOUND if entry.gzipped_here else entry.size
     return expected + max(_SIZE_MARGIN, expected // 100)
-
-
-def _download(
-    entry: ManifestEntry,
-    staging: Path,
-    timeout: float,
-    deadline: float | None,
-    ssl_context: ssl.SSLContext | None,
-) -> None:
-    limit = _download_limit(entry)
-    if deadline is None:
-        deadline = _MINIMUM_DEADLINE + limit / _SLOWEST_ACCEPTED_RATE
-    clock = _Deadline(deadline)
-    opener = urllib.request.build_opener(
-        _HTTPSOnlyRedirects, _DeadlineHTTPSHandler(clock, ssl_context)
-    )
-    with clock:
-        try:
-            with opener.open(entry.url, timeout=timeout) as response, open(staging, "wb") as out:
-                received = 0
-                # read1 returns what one read of the socket brings, so a server that drips
-                # bytes cannot keep a read waiting to fill a whole chunk.
-                while chunk := response.read1(min(_CHUNK, limit + 1 - received)):
-                    received += len(chunk)
-                    if received > limit:
-                        raise FetchError(
-                            f"cannot fetch {entry.path}: the download from {entry.url} sent "
-                            f"more than {limit} bytes (the manifest lists {entry.size}); get it "
-                            f"from {entry.where_to_get_it()} and place it in the mirror"
-                        )
-                    out.write(chunk)
-        except (urllib.error.URLError, http.client.HTTPException, OSError):
-            # A connection cut at the deadline fails in whatever read was waiting.
-            if not clock.passed:
-                raise
-    # Cut at the deadline, a body without a declared length simply ends early.
-    if clock.passed:
-        raise FetchError(
-            f"cannot fetch {entry.path}: the download from {entry.url} took longer than "
-            f"{deadline:g} s; get it from {entry.where_to_get_it()} and place it in the mirror"
-        )
-    if not entry.gzipped_here:
-        return
-    actual = sha256_of(staging)
-    if actual != entry.upstream_sha256:
-        raise FetchError(
-            f"checksum mismatch for {entry.path} (from {entry.url}): expected upstream sha256 "
-            f"{entry.upstream_sha256}, got {actual}; get it from {entry.where_to_get_it()}"
-        )
-    compressed = staging.with_name(staging.name + ".gz")
-    with open(staging, "rb") as plain, open(compressed, "wb") as raw:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as out:
-            shutil.copyfileobj(plain, out, _CHUNK)
-    os.replace(compressed, staging)
-
-
-class _Deadline:
-    """Shuts a download's sockets once ``seconds`` have passed, wherever the download waits.
-
-    The socket timeout bounds each wait only, so a server that sends a byte before every
-    timeout could hold the TLS handshake, the headers or the body for ever; shutting the socket
-    down from a timer thread ends any read blocked on it.
-    """
-
-    def __init__(self, seconds: float):
-        self.passed = False
-        self._lock = threading.Lock()
-        self._sockets: list[socket.socket] = []
-        # An absurd manifest size gives a deadline no timer can wait for (OverflowError).
-        self._timer = threading.Timer(min(seconds, threading.TIMEOUT_MAX), self._cut)
-
-    def __enter__(self) -> _Deadline:
-        self._timer.start()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self._timer.cancel()
-        with self._lock:
-            for duplicate in self._sockets:
-                duplicate.close()
-
-    def create_connection(self, *args, **kwargs) -> socket.socket:
-        connection = socket.create_connection(*args, **kwargs)
-        with self._lock:
-            # Wrapping for TLS takes the descriptor away from ``connection``; a duplicate
-            # descriptor still reaches the socket to shut it down.
-            self._sockets.append(connection.dup())
-            if self.passed:
-                connection.shutdown(socket.SHUT_RDWR)
-        return connection
-
-    def _cut(self) -> None:
-        with self._lock:
-            self.passed = True
-            for duplicate in self._sockets:
-                with contextlib.suppress(OSError):
-                    duplicate.shutdown(socket.SHUT_RDWR)
-
-
-class _DeadlineHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, *args, deadline: _Deadline, **kwargs):
-        super().__init__(*args, **kwargs)
-        # http.client opens every socket of a connection, a proxy tunnel's too, through this.
-        self._create_connection = deadline.create_connection
-
-
-class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, deadline: _Deadline, ssl_context: ssl.SSLContext | None):
-        super().__init__()
-        self._deadline = deadline
-        self._ssl_context = ssl_context
-
-    def https_open(self, request):
-        connection = functools.partial(_DeadlineHTTPSConnection, deadline=self._deadline)
-        return self.do_open(connection, request, context=self._ssl_context)
-
-
-class _HTTPSOnlyRedirects(urllib.request.HTTPRedirectHandler):
-    """Follows redirects to https:// URLs only, so that no redirect downgrades a download."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        if not _is_https(newurl):
-            fp.close()
-            raise urllib.error.URLError(f"redirected to {quoted(newurl)}, which is not https://")
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
 _SOURCES_ROW = re.compile(
@@ -456,7 +488,7 @@ def entry_for_file(file: str | Path, mirror: Path, url: str = "") -> ManifestEnt
     if not given.is_relative_to(root):
         raise FetchError(f"{file}: not inside the mirror {mirror}; copy it there first")
     relative = given.relative_to(root).as_posix()
-    if url and not _is_https(url):
+    if url and not is_https(url):
         raise FetchError(f"{file}: the download URL must be https, got {url!r}")
     return ManifestEntry(
         path=relative,

@@ -5,6 +5,9 @@
 * qrels: TREC format ``qid 0 docid relevance`` with integer relevance;
 * runs: TREC format ``qid Q0 docid rank score tag`` (read and written by :mod:`hybrid_ir.runs`).
 
+Both are read as trec_eval 10.0 reads them: a line whose first non-blank character is ``#`` is a
+comment (:func:`is_comment`), and a run line's fields after the sixth are ignored.
+
 Every writer goes through :func:`atomic_output`, so an interrupted or failed step never leaves a
 half-written file under the final name.
 """
@@ -20,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tarfile
 import tempfile
 import zipfile
@@ -31,7 +35,7 @@ from typing import IO, Any
 
 import yaml
 
-from hybrid_ir.errors import HybridIRError, InputFormatError, quoted
+from hybrid_ir.errors import HybridIRError, InputFormatError, cut, printable, quoted
 
 REQUIRED_KEYS = ("id", "title", "text")
 
@@ -42,9 +46,145 @@ REQUIRED_KEYS = ("id", "title", "text")
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def load_yaml(handle: IO) -> Any:
-    """``yaml.safe_load(handle)``, by libyaml where available."""
-    return yaml.load(handle, Loader=YAML_LOADER)
+MAX_NESTING = 100
+"""The deepest nesting of lists and mappings in a YAML or JSON document read from a user
+(configuration, expected scores, claims, provenance records), aliases expanded: libyaml's
+composer recurses in C and crashes the process on tens of thousands of levels, and Python's own
+walks of a document (copying, schema validation, printing) stop at about a thousand. The
+workflow's own documents nest about ten deep."""
+MAX_DOCUMENT_SIZE = 1 << 24
+"""The largest YAML or JSON document read whole (16 MiB, or as many characters of a file opened
+as text; the workflow's configuration is about 50 kB): ``/dev/zero`` or a data file given by
+mistake is an error, not memory exhausted."""
+
+
+def read_document(path: str | Path) -> str:
+    """The UTF-8 text of a YAML or JSON document, refused past :data:`MAX_DOCUMENT_SIZE`."""
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_DOCUMENT_SIZE + 1)
+    if len(data) > MAX_DOCUMENT_SIZE:
+        raise _too_large(path)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        byte = data[error.start : error.start + 1].hex()
+        raise InputFormatError(path, line, f"not UTF-8 text (byte 0x{byte})") from None
+
+
+def bounded_read(handle: IO[str], name: str | Path) -> str:
+    """The rest of a text ``handle``, refused past :data:`MAX_DOCUMENT_SIZE`."""
+    text = handle.read(MAX_DOCUMENT_SIZE + 1)
+    if len(text) > MAX_DOCUMENT_SIZE:
+        raise _too_large(name)
+    return text
+
+
+def _too_large(name: str | Path) -> InputFormatError:
+    return InputFormatError(
+        name, None, f"larger than {MAX_DOCUMENT_SIZE:,} bytes: not a YAML or JSON document"
+    )
+
+
+def _too_deep(name: str | Path, line: int, aliases: bool = False) -> InputFormatError:
+    expanded = " with its aliases expanded" if aliases else ""
+    return InputFormatError(
+        name, line, f"lists and mappings nested deeper than {MAX_NESTING} levels{expanded}"
+    )
+
+
+def check_yaml_nesting(text: str, name: str | Path) -> None:
+    """Refuse ``text`` nested deeper than :data:`MAX_NESTING`, an alias counting as deep as
+    its anchor's node, from the parser's events alone (nothing is composed, so nothing
+    recurses); the line is where the limit is passed."""
+    loader = YAML_LOADER(text)
+    depth = 0
+    # Per open collection: its anchor, its depth, the deepest level reached inside it.
+    open_: list[tuple[str | None, int, int]] = []
+    heights: dict[str, int] = {}
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_NESTING:
+                    raise _too_deep(name, event.start_mark.line + 1)
+                open_.append((event.anchor, depth, depth))
+            elif isinstance(event, yaml.CollectionEndEvent):
+                anchor, start, reached = open_.pop()
+                if anchor is not None:
+                    heights[anchor] = reached - start + 1
+                if open_:
+                    outer = open_[-1]
+                    open_[-1] = (outer[0], outer[1], max(outer[2], reached))
+                depth -= 1
+            elif isinstance(event, yaml.ScalarEvent) and event.anchor is not None:
+                heights[event.anchor] = 0
+            elif isinstance(event, yaml.AliasEvent) and open_:
+                reached = depth + heights.get(event.anchor, 0)
+                if reached > MAX_NESTING:
+                    raise _too_deep(name, event.start_mark.line + 1, aliases=True)
+                outer = open_[-1]
+                open_[-1] = (outer[0], outer[1], max(outer[2], reached))
+    finally:
+        loader.dispose()
+
+
+def parse_yaml(
+    text: str, name: str | Path, check: Callable[[yaml.Node], None] | None = None
+) -> Any:
+    """The single document of ``text`` as ``yaml.safe_load`` gives it, by libyaml where
+    available, its nesting bounded first (:func:`check_yaml_nesting`); ``check`` sees the
+    composed node graph before anything is constructed."""
+    check_yaml_nesting(text, name)
+    loader = YAML_LOADER(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if check is not None:
+            check(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def load_yaml(handle: IO[str]) -> Any:
+    """:func:`parse_yaml` of the rest of an open file, refused past :data:`MAX_DOCUMENT_SIZE`."""
+    name = getattr(handle, "name", "<yaml>")
+    return parse_yaml(bounded_read(handle, name), name)
+
+
+# A JSON string or bracket: brackets inside strings do not nest.
+_JSON_NESTING = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]')
+
+
+def check_json_nesting(text: str, name: str | Path) -> None:
+    """Refuse ``text`` nested deeper than :data:`MAX_NESTING`, before it is parsed: the line
+    is where the limit is passed."""
+    depth = 0
+    for token in _JSON_NESTING.finditer(text):
+        bracket = token.group()
+        if bracket in ("[", "{"):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise _too_deep(name, text.count("\n", 0, token.start()) + 1)
+        elif bracket in ("]", "}"):
+            depth -= 1
+
+
+def parse_json(text: str, name: str | Path) -> Any:
+    """The JSON document ``text``, refused in one line naming ``name`` and the line when it is
+    not JSON or nests deeper than :data:`MAX_NESTING`."""
+    check_json_nesting(text, name)
+    try:
+        return _STRICT_JSON.decode(text)
+    except json.JSONDecodeError as error:
+        raise InputFormatError(name, error.lineno, f"invalid JSON: {error.msg}") from None
+    except _RepeatedKey as error:
+        raise InputFormatError(name, None, _repeated_key(error.key)) from None
+    except ValueError as error:  # a number of over 4,300 digits
+        raise InputFormatError(name, None, f"invalid JSON: {cut(str(error))}") from None
 
 
 _FULL_DISK = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
@@ -53,23 +193,53 @@ _FULL_DISK = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 @contextlib.contextmanager
 def atomic_output(path: str | Path, mode: str = "w") -> Iterator[IO]:
-    """Open a temporary sibling of ``path`` and rename it to ``path`` only on success."""
+    """Open a temporary sibling of ``path`` (of a symbolic link's target, which it replaces,
+    not the link) and rename it to ``path`` only on success. A device or a pipe
+    (``/dev/stdout``, ``/dev/null``, a FIFO) is written through, as the shell's ``>`` writes
+    it: renaming over one would replace it with a file. Any other file that is not a regular
+    file (a directory, a socket) is refused."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     encoding = None if "b" in mode else "utf-8"
     try:
-        with os.fdopen(fd, mode, encoding=encoding) as handle:
-            yield handle
-        make_readable(tmp_name)
-        os.replace(tmp_name, path)
-    except BaseException as error:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
+        if _is_stream(path):
+            with open(path, mode, encoding=encoding) as stream:
+                yield stream
+            return
+        target = Path(os.path.realpath(path)) if path.is_symlink() else path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, mode, encoding=encoding) as handle:
+                yield handle
+            make_readable(tmp_name)
+            os.replace(tmp_name, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp_name)
+            raise
+    except OSError as error:
         # A write or close on a full disk or quota names no file: name the one being written.
-        if isinstance(error, OSError) and error.filename is None and error.errno in _FULL_DISK:
+        if error.filename is None and error.errno in _FULL_DISK:
             raise OSError(error.errno, error.strerror, str(path)) from error
         raise
+
+
+def _is_stream(path: Path) -> bool:
+    """Whether ``path`` (through symbolic links) is a device or a pipe; False for a regular
+    file or none; an error naming it for anything else, which no output may replace."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISREG(mode):
+        return False
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode):
+        return True
+    kind = "a directory" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else None
+    raise HybridIRError(
+        f"{printable(str(path))}: not written: it is {kind or 'a special file'}, not a regular "
+        "file, a device or a pipe"
+    )
 
 
 @contextlib.contextmanager
@@ -172,6 +342,12 @@ def line_breaking_problem(text: str) -> tuple[int, str] | None:
     line = text[start : end if end >= 0 else len(text)]
     problem = f"U+{ord(found.group()):04X} in {quoted(line.strip(ASCII_WHITESPACE))}: {ID_RULE}"
     return text.count("\n", 0, start), problem
+
+
+def is_comment(line: str) -> bool:
+    """Whether a run or qrels line is a comment, which trec_eval 10.0 skips: its first non-blank
+    character is ``#``."""
+    return line.lstrip(ASCII_WHITESPACE).startswith("#")
 
 
 def split_fields(line: str) -> list[str]:
@@ -286,6 +462,51 @@ def open_text(path: str | Path) -> CheckedText:
     return CheckedText(Path(path))
 
 
+class MemberText:
+    """The UTF-8 text of an archive member (a leading BOM dropped), its lines read no further
+    than the line limit as :class:`CheckedText` reads a file's: a member of gigabytes without a
+    line break is an error naming ``name`` (archive and member), not memory exhausted. A member
+    that is not UTF-8 is left to :func:`archive_errors`."""
+
+    def __init__(self, raw: IO[bytes], name: str, newline: str | None = None):
+        self.name = name
+        self.line_number = 0
+        self._handle = io.TextIOWrapper(raw, encoding="utf-8-sig", newline=newline)
+
+    def __enter__(self) -> MemberText:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._handle.close()
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        line = self._handle.readline(_line_limit.get() + 1)
+        if not line:
+            raise StopIteration
+        self.line_number += 1
+        if not line.endswith("\n"):
+            check_line_length(self.name, self.line_number, len(line))
+        return line
+
+
+def read_whole(handle: IO[bytes], name: str) -> bytes:
+    """The rest of ``handle``, a page a reader parses whole, refused (naming ``name``) once it
+    is larger than the line limit, the most any reader holds at once."""
+    limit = _line_limit.get()
+    data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InputFormatError(
+            name,
+            None,
+            f"larger than {limit:,} bytes (config max_line_chars), the most a page read whole "
+            "may hold: not a page of this collection",
+        )
+    return data
+
+
 def write_records(path: str | Path, records: Iterable[dict]) -> int:
     """Write corpus or topic records as JSON Lines; return how many were written."""
     count = 0
@@ -300,15 +521,44 @@ def write_records(path: str | Path, records: Iterable[dict]) -> int:
     return count
 
 
+class _RepeatedKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return value
+
+
+# json.loads keeps the last of a key given twice; whichever value was meant, the record is
+# ambiguous. A decoder built once: json.loads with a hook would build one per line.
+_STRICT_JSON = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
+def _repeated_key(key: str) -> str:
+    return f"key {quoted(key)} given twice in one object: which value is meant is unclear"
+
+
 def json_lines(handle: Iterable[str], name: str | Path) -> Iterator[tuple[int, dict]]:
-    """``(line number, object)`` of a JSON Lines stream; a bad line names ``name`` and line."""
+    """``(line number, object)`` of a JSON Lines stream; a bad line (not JSON, a key given
+    twice) names ``name`` and line."""
     for line_number, line in enumerate(handle, start=1):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = _STRICT_JSON.decode(line)
         except json.JSONDecodeError as error:
             raise InputFormatError(name, line_number, f"invalid JSON: {error.msg}") from None
+        except _RepeatedKey as error:
+            raise InputFormatError(name, line_number, _repeated_key(error.key)) from None
         except (ValueError, RecursionError) as error:  # a 5,000-digit number, deep nesting
             problem = f"invalid JSON: {quoted(str(error) or type(error).__name__)}"
             raise InputFormatError(name, line_number, problem) from None
@@ -320,23 +570,38 @@ def json_lines(handle: Iterable[str], name: str | Path) -> Iterator[tuple[int, d
 def read_records(path: str | Path) -> Iterator[dict]:
     """Read canonical corpus or topic JSON Lines, checking the required keys line by line; a
     file without any record is an error, not an empty collection."""
-    count = 0
-    seen: dict[str, int] = {}
+    ids = UniqueIds()
     with open_text(path) as handle:
         for line_number, record in json_lines(handle, path):
             missing = [key for key in REQUIRED_KEYS if key not in record]
             if missing:
                 raise InputFormatError(path, line_number, f"missing key(s) {', '.join(missing)}")
-            record_id = record["id"]
-            check_read_ids(path, line_number, record_id)
-            first = seen.setdefault(record_id, line_number)
-            if first != line_number:
-                repeated = f"id {quoted(record_id)} repeats line {first}: ids must be unique"
-                raise InputFormatError(path, line_number, repeated)
-            count += 1
+            check_read_ids(path, line_number, record["id"])
+            ids.add(record["id"], path, line_number)
             yield record
-    if not count:
+    if not ids:
         raise InputFormatError(path, None, "no records")
+
+
+class UniqueIds:
+    """A reader's guard: an id met a second time is an error naming the file and line of both,
+    before a file holding it is written (a corpus with one id twice gives two documents one
+    name, and which one a run means is unknown)."""
+
+    def __init__(self) -> None:
+        self._first: dict[str, tuple[str, int | None]] = {}
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+    def add(self, value: str, where: str | Path, line: int | None) -> None:
+        first = self._first.setdefault(value, (str(where), line))
+        if first == (str(where), line):
+            return
+        earlier = f"line {first[1]}" if first[0] == str(where) else ":".join(map(str, first))
+        raise InputFormatError(
+            where, line, f"id {quoted(value)} repeats {earlier}: ids must be unique"
+        )
 
 
 @dataclass(frozen=True, order=True)
@@ -434,13 +699,13 @@ def _is_number(value: str) -> bool:
 
 
 def qrels_lines(path: str | Path) -> Iterator[tuple[int, str, str, str]]:
-    """``(line number, qid, docid, relevance as written)`` of a TREC qrels file; a file without
-    any judgment is an error, as every score against it would be 0."""
+    """``(line number, qid, docid, relevance as written)`` of a TREC qrels file, comment lines
+    skipped; a file without any judgment is an error, as every score against it would be 0."""
     judged = False
     with open_text(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             fields = split_fields(line)
-            if not fields:
+            if not fields or is_comment(line):
                 continue
             if len(fields) != 4:
                 raise InputFormatError(

@@ -435,6 +435,11 @@ def check_fusion(method: str, runs: int, params: dict) -> None:
             raise ConfigError(f"fusion parameter weights must be finite numbers, got {weights!r}")
         if len(weights) != runs:
             raise ConfigError(f"fusion got {len(weights)} weight(s) for {runs} run(s)")
+        if not any(weights):
+            raise ConfigError(
+                f"fusion parameter weights must not all be zero, got {weights!r}: every fused "
+                "score would be 0 and the ranking arbitrary"
+            )
 
 
 def fuse(method: str, runs: Sequence[Run], **params) -> Run:

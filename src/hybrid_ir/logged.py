@@ -26,7 +26,9 @@ from typing import Any
 from hybrid_ir.config_sources import attributed_message, read_layers
 from hybrid_ir.errors import HybridIRError, printable, quoted
 from hybrid_ir.formats import line_limit, relevance_limit
+from hybrid_ir.paths import MANIFEST
 from hybrid_ir.provenance import write_records
+from hybrid_ir.raw_check import check_raw_inputs
 
 FAULT_ENV = "HYBRID_IR_FAULT"
 FAULT_DIR_ENV = "HYBRID_IR_FAULT_DIR"
@@ -128,6 +130,8 @@ def run_step(
     )
     try:
         inject_fault(job.rule)
+        if hasattr(job, "output"):  # a Snakemake job: its raw inputs as the manifest has them
+            check_raw_inputs(getattr(job, "input", ()), job.config.get("manifest", MANIFEST))
         started = time.perf_counter()
         # Both filled in by validation.
         with relevance_limit(job.config["max_relevance"]), line_limit(job.config["max_line_chars"]):

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 RESULTS = "results"
 MANIFEST = "workflow/resources/manifest.tsv"
+BY_HAND = "workflow/resources/by-hand.tsv"
 """The workflow's manifest of raw files (config.yaml's `manifest`)."""
 
 
 def raw(path: str) -> str:
     return f"{RESULTS}/raw/{path}"
+
+
+def partial_downloads() -> str:
+    """Where downloads of raw files wait to be verified (resumed by the next attempt), apart
+    from the raw files themselves."""
+    return f"{RESULTS}/downloads/partial"
 
 
 def corpus(collection: str) -> str:

@@ -26,7 +26,7 @@ from hybrid_ir.config_layers import config_layers, resolve_overrides
 from hybrid_ir.config_published import fill_published
 from hybrid_ir.config_settings import math_model_runs, snapshot_model
 from hybrid_ir.config_sources import Layers, attributed, attributed_message, write_layers
-from hybrid_ir.errors import ConfigError
+from hybrid_ir.errors import ConfigError, quoted
 from hybrid_ir.fetch import ManifestEntry, load_manifest, mirror_root
 from hybrid_ir.figure_kinds import figure_inputs, figure_outputs
 from hybrid_ir.hub import DENSE_MODEL_KEYS, hub_references, local_checkpoint, use_model_cache
@@ -84,6 +84,9 @@ def load_plan(
     except ConfigError as error:
         raise attributed(error, layers) from None
     return plan, hub_models
+
+
+_UNUSABLE_IN_PATHS = re.compile("[{}\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class Plan(RuleParams):
@@ -147,6 +150,14 @@ class Plan(RuleParams):
 
     def manifest_entry(self, path: str, where: str = "results/raw") -> ManifestEntry:
         """The manifest's row for a raw file, or the one-line error saying how to add it."""
+        unusable = _UNUSABLE_IN_PATHS.search(path)
+        if unusable:
+            # Snakemake reads braces as a wildcard (a WildcardError naming no key); a line
+            # break or control character cannot be part of a rule's file name.
+            raise ConfigError(
+                f"config: {where}: {quoted(path)} holds {unusable.group()!r}, which no path of a "
+                "workflow rule may hold (braces are Snakemake's wildcards)"
+            )
         if path not in self.manifest:
             mirror = self.mirror if self.mirror is not None else Path("<mirror>")
             manifest = self.config["manifest"]

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -28,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_ir.environment import LOCK, environment_record
-from hybrid_ir.errors import InputFormatError
-from hybrid_ir.formats import atomic_output
+from hybrid_ir.errors import HybridIRError, InputFormatError, printable
+from hybrid_ir.formats import atomic_output, parse_json, read_document
 from hybrid_ir.paths import RESULTS
+from hybrid_ir.raw_check import raw_input_problems
 
 RECORDS = f"{RESULTS}/provenance"
 
@@ -46,7 +49,7 @@ PACKAGES = (
 )
 """The distributions whose versions can change a number (absent ones are left out)."""
 
-LOCAL_KEYS = ("mirror", "manifest", "resources", "job_servers")
+LOCAL_KEYS = ("mirror", "manifest", "raw_url", "resources", "job_servers")
 """Configuration keys that say where the raw files are, how large a job may be and how its
 process starts: they cannot change a result (every raw file is checked against its sha256), so
 the configuration hash leaves them out and two machines with the same configuration agree on
@@ -169,22 +172,50 @@ def output_digest(path: Path) -> str | None:
     return file_sha256(path) if path.is_file() else None
 
 
-RECORD_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "output": str,
-    "sha256": (str, type(None)),
-    "rule": str,
-    "wildcards": dict,
-    "inputs": list,
-    "raw_inputs": dict,
-    "seeds": dict,
-    "git": dict,
-    "config_sha256": str,
-    "packages": dict,
-    "device": str,
-    "threads": int,
-    "wall_time_s": (int, float),
+def _is_text_map(value: object, kind: type = str) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(key, str) and isinstance(item, kind) and not isinstance(item, bool)
+        for key, item in value.items()
+    )
+
+
+def _is_environment(value: object) -> bool:
+    return value is None or (
+        isinstance(value, dict)
+        and isinstance(value.get("lock_sha256"), str | type(None))
+        and isinstance(value.get("freeze_sha256"), str)
+        and isinstance(value.get("lock_mismatches", []), list)
+        and all(isinstance(item, str) for item in value.get("lock_mismatches", []))
+    )
+
+
+RECORD_FIELDS: dict[str, Callable[[object], bool]] = {
+    "output": lambda value: isinstance(value, str),
+    "sha256": lambda value: isinstance(value, str | type(None)),
+    "rule": lambda value: isinstance(value, str),
+    "wildcards": lambda value: _is_text_map(value),
+    "inputs": lambda value: isinstance(value, list) and all(isinstance(i, str) for i in value),
+    "raw_inputs": lambda value: _is_text_map(value),
+    "seeds": lambda value: _is_text_map(value, int),
+    "git": lambda value: (
+        isinstance(value, dict)
+        and isinstance(value.get("commit"), str)
+        and isinstance(value.get("dirty"), bool)
+    ),
+    "config_sha256": lambda value: isinstance(value, str),
+    "packages": lambda value: _is_text_map(value),
+    "environment": _is_environment,
+    "device": lambda value: isinstance(value, str),
+    "threads": lambda value: isinstance(value, int) and not isinstance(value, bool),
+    "wall_time_s": lambda value: (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    ),
 }
-"""The fields :func:`write_records` writes that readers use, and their JSON types."""
+"""The fields :func:`write_records` writes that readers use, each with what its value must be
+(``environment`` may be absent, in a record older than it)."""
 
 
 def read_record(output: str | Path) -> dict | None:
@@ -193,23 +224,18 @@ def read_record(output: str | Path) -> dict | None:
     path = record_path(output)
     if not path.is_file():
         return None
-    with open(path, encoding="utf-8") as handle:
-        try:
-            record = json.load(handle)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            line = getattr(error, "lineno", None)
-            raise InputFormatError(path, line, f"not a provenance record: {error}") from None
+    try:
+        record = parse_json(read_document(path), path)
+    except InputFormatError as error:
+        problem = f"not a provenance record: {error.problem}"
+        raise InputFormatError(path, error.line, problem) from None
     if not isinstance(record, dict):
         raise InputFormatError(path, 1, "not a provenance record: not a JSON object")
-    for field, kind in RECORD_FIELDS.items():
-        if not isinstance(record.get(field), kind) or isinstance(record.get(field), bool):
+    for field, valid in RECORD_FIELDS.items():
+        if not valid(record.get(field)):
             raise InputFormatError(
                 path, None, f"provenance record without a valid {field!r} (corrupt or edited?)"
             )
-    if not {"commit", "dirty"} <= record["git"].keys():
-        raise InputFormatError(
-            path, None, "provenance record without a valid 'git' (corrupt or edited?)"
-        )
     return record
 
 
@@ -283,33 +309,78 @@ def write_records(job: Any, wall_time_s: float, raw: Mapping[str, str] | None = 
 
 
 PROVENANCE_STATES = (
-    "recorded", "changed", "missing", "unrecorded", "repository", "listed_above",
+    "recorded", "changed", "missing", "unrecorded", "repository", "outside", "listed_above",
 )  # fmt: skip
 """A node's ``state`` in :func:`provenance_tree`: its record and the file agree; the file changed
 on disk since its record was written; the file is gone; a result without a record; a file of
-the workflow's repository (a configuration, an expected-scores file); an input met before,
-whose node is not repeated."""
+the workflow's repository (a configuration, an expected-scores file); a path outside the
+repository, which is neither read nor followed; an input met before, whose node is not
+repeated."""
+
+MAX_CHAIN = 100
+"""The most records a chain from a result back to its raw files may pass through: the
+workflow's longest is about twenty; more is a set of edited records."""
 
 
-def provenance_tree(result: str | Path, seen: set[str] | None = None) -> dict[str, Any]:
-    """What produced ``result``, as ``hybrid-ir provenance --format json`` prints it: ``file``,
-    ``state`` (:data:`PROVENANCE_STATES`) and, where there is a record, ``rule``,
-    ``wildcards``, ``sha256``, ``wall_time_s``, ``seeds`` and ``inputs`` (a node each, back to
-    the raw files); the top node adds ``commit``, ``dirty``, ``config_sha256``, ``packages``,
-    ``environment`` (``lock_sha256``, ``freeze_sha256``, ``lock_mismatches``; ``null`` in a
-    record older than them), ``device``, ``threads`` and ``raw_inputs`` (mirror path ->
-    sha256)."""
-    seen = set() if seen is None else seen
-    name = Path(result).as_posix()
-    on_disk = Path(name).exists()
-    record = read_record(name)
+def _place(result: str | Path) -> tuple[str, str]:
+    """``(name, where)``: the path relative to the workflow's directory where it is inside it,
+    and ``results``, ``repository`` or ``outside``."""
+    absolute = os.path.abspath(result)
+    relative = os.path.relpath(absolute)
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return Path(result).as_posix(), "outside"
+    name = Path(relative).as_posix()
+    return name, "results" if name.startswith(f"{RESULTS}/") else "repository"
+
+
+def _kept_as_result(path: Path) -> bool:
+    """A regular file or a folder (an index): what a job writes, and nothing read endlessly
+    (a device, a pipe)."""
+    return path.is_file() or path.is_dir()
+
+
+def provenance_tree(result: str | Path) -> dict[str, Any]:
+    """What produced ``result`` (a file or folder under ``results/``), as ``hybrid-ir provenance
+    --format json`` prints it: ``file``, ``state`` (:data:`PROVENANCE_STATES`) and, where there
+    is a record, ``rule``, ``wildcards``, ``sha256``, ``wall_time_s``, ``seeds`` and ``inputs``
+    (a node each, back to the raw files); the top node adds ``commit``, ``dirty``,
+    ``config_sha256``, ``packages``, ``environment`` (``lock_sha256``, ``freeze_sha256``,
+    ``lock_mismatches``; ``null`` in a record older than them), ``device``, ``threads`` and
+    ``raw_inputs`` (mirror path -> sha256) and ``raw_input_problems`` (mirror path -> what is
+    wrong with its copy under ``results/raw/``, for each copy whose bytes no longer match;
+    empty when all do). Only records under ``results/`` are followed and
+    only regular files hashed."""
+    name, where = _place(result)
+    exists = where != "outside" and os.path.lexists(name)
+    if where != "results" or (exists and not _kept_as_result(Path(name))):
+        raise HybridIRError(
+            f"{printable(name)}: not a workflow result (a file or folder under {RESULTS}/)"
+        )
+    return _node(result, set(), 0)
+
+
+def _node(result: str | Path, seen: set[str], depth: int) -> dict[str, Any]:
+    name, where = _place(result)
+    if where == "outside":
+        return {"file": name, "state": "outside"}
+    on_disk = os.path.lexists(name)
+    record = read_record(name) if where == "results" else None
     if record is None:
-        state = "unrecorded" if name.startswith(f"{RESULTS}/") else "repository"
+        state = "unrecorded" if where == "results" else "repository"
         return {"file": name, "state": state if on_disk else "missing"}
     if name in seen:
         return {"file": name, "state": "listed_above"}
+    if depth == MAX_CHAIN:
+        raise InputFormatError(
+            record_path(name),
+            None,
+            f"provenance records chained more than {MAX_CHAIN} deep: not a chain the workflow "
+            "writes (edited records?)",
+        )
     if not on_disk:
         state = "missing"
+    elif record["sha256"] and not Path(name).is_file():
+        state = "changed"
     elif record["sha256"] and file_sha256(Path(name)) != record["sha256"]:
         state = "changed"
     else:
@@ -330,6 +401,7 @@ def provenance_tree(result: str | Path, seen: set[str] | None = None) -> dict[st
             "device": record["device"],
             "threads": record["threads"],
             "raw_inputs": record["raw_inputs"],
+            "raw_input_problems": raw_input_problems(record["raw_inputs"]),
         }
     node |= {
         "sha256": record["sha256"],
@@ -337,7 +409,7 @@ def provenance_tree(result: str | Path, seen: set[str] | None = None) -> dict[st
         "seeds": record["seeds"],
     }
     seen.add(name)
-    node["inputs"] = [provenance_tree(source, seen) for source in record["inputs"]]
+    node["inputs"] = [_node(source, seen, depth + 1) for source in record["inputs"]]
     return node
 
 
@@ -346,6 +418,7 @@ _NO_RECORD = {
         "no provenance record: made outside the workflow or before it kept records"
     ),
     ("repository", False): "a file of the workflow's repository",
+    ("outside", False): "outside the workflow's repository: not read",
     ("missing", True): "no longer on disk, and no provenance record",
     ("missing", False): "no longer on disk",
 }  # fmt: skip
@@ -358,8 +431,10 @@ _FLAGS = {
 
 def chain(result: str | Path) -> Iterator[str]:
     """Lines describing ``result`` and, indented below it, each input back to the raw files;
-    an input met twice is named again but not expanded again."""
-    yield from _lines(provenance_tree(result), 0)
+    an input met twice is named again but not expanded again; control characters in a record
+    are shown escaped, so that a record cannot recolour or rewrite the terminal."""
+    for line in _lines(provenance_tree(result), 0):
+        yield printable(line)
 
 
 def _lines(node: Mapping[str, Any], depth: int) -> Iterator[str]:
@@ -391,8 +466,10 @@ def _lines(node: Mapping[str, Any], depth: int) -> Iterator[str]:
         yield f"{indent}  seeds: " + ", ".join(f"{k} = {v}" for k, v in node["seeds"].items())
     if node.get("raw_inputs"):
         yield f"{indent}  raw files ({len(node['raw_inputs'])}):"
+        problems = node.get("raw_input_problems", {})
         for raw, sha256 in node["raw_inputs"].items():
-            yield f"{indent}    {raw} sha256 {sha256}"
+            flag = f" [{problems[raw]}]" if raw in problems else ""
+            yield f"{indent}    {raw} sha256 {sha256}{flag}"
     for child in node["inputs"]:
         yield from _lines(child, depth + 1)
 

@@ -16,7 +16,9 @@ the count, so nothing is dropped silently.
 Two file formats are read and written: TREC (``qid Q0 docid rank score tag``) and the ARQMath
 submission TSV (``topic<TAB>post<TAB>rank<TAB>score<TAB>run``). A file's format is decided once,
 from its first line (or given); a line of another layout, a rank that is not an integer or a
-score that is not a finite number is an error naming the file and line.
+score that is not a finite number is an error naming the file and line. As trec_eval 10.0 reads
+a run, a line whose first non-blank character is ``#`` is a comment, and a TREC line's fields
+after the sixth are ignored (trec_eval 9.0.8 ignored them too; it refused comments).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from hybrid_ir.formats import (
     check_line_length,
     check_read_ids,
     check_written_id,
+    is_comment,
     line_breaking_problem,
     max_line_chars,
     open_text,
@@ -82,12 +85,17 @@ _LAYOUTS = {
 def _fields(line: str, run_format: str) -> list[str]:
     if run_format == "arqmath":
         return [field.strip(ASCII_WHITESPACE) for field in line.strip("\r\n").split("\t")]
-    return split_fields(line)
+    return split_fields(line)[: _FIELD_COUNTS["trec"]]
+
+
+def _is_run_line(line: str) -> bool:
+    return bool(line.strip(ASCII_WHITESPACE)) and not is_comment(line)
 
 
 def detect_format(line: str, path: str | Path, line_number: int) -> str:
-    """A run file's format, decided once from its first line: 6 whitespace-separated fields is
-    TREC, 5 tab-separated fields is ARQMath TSV; anything else names both layouts. A line that
+    """A run file's format, decided once from its first line: 6 whitespace-separated fields (or
+    more, the extra ones ignored) is TREC, 5 tab-separated fields is ARQMath TSV; anything else
+    names both layouts. A line that
     is both (4 tabs, and a space inside one tab-separated field) is ARQMath when none of its
     5 fields is empty: an ARQMath line whose id holds a space is then read as ARQMath and its
     id refused, never as a TREC line with shifted columns (``--run-format trec`` reads it as
@@ -140,20 +148,24 @@ _BLOCK_CHARS = 1 << 22
 _SPACE = "[ \t\r\x0b\x0c]"
 _NON_SPACE = "[^ \t\n\r\x0b\x0c]"
 _FIELD = f"{_NON_SPACE}++"
-# A TREC line exactly as _parse_line accepts it (six ASCII-whitespace-separated fields, an
-# integer rank, a number as trec_eval reads it), capturing topic, doc and score: one pass in C
-# over a block instead of a split and two matches per line in Python.
+# A topic id cannot start with "#": such a line is a comment.
+_TOPIC = r"[^# \t\n\r\x0b\x0c]" + f"{_NON_SPACE}*+"
+# A TREC line exactly as _parse_line accepts it (six ASCII-whitespace-separated fields, then any
+# ignored ones, an integer rank, a number as trec_eval reads it), capturing topic, doc and score:
+# one pass in C over a block instead of a split and two matches per line in Python.
 _TREC_LINE = re.compile(
-    rf"^{_SPACE}*+({_FIELD}){_SPACE}++{_FIELD}{_SPACE}++({_FIELD}){_SPACE}++"
-    rf"{ASCII_INTEGER.pattern}{_SPACE}++((?i:{ASCII_NUMBER.pattern})){_SPACE}++{_FIELD}{_SPACE}*+$",
+    rf"^{_SPACE}*+({_TOPIC}){_SPACE}++{_FIELD}{_SPACE}++({_FIELD}){_SPACE}++"
+    rf"{ASCII_INTEGER.pattern}{_SPACE}++((?i:{ASCII_NUMBER.pattern})){_SPACE}++{_FIELD}"
+    rf"(?:{_SPACE}++{_FIELD})*+{_SPACE}*+$",
     re.MULTILINE,
 )
-_NON_BLANK_LINE = re.compile(rf"^{_SPACE}*{_NON_SPACE}", re.MULTILINE)
+# Lines that hold a run entry: neither blank nor a comment.
+_ENTRY_LINE = re.compile(rf"^{_SPACE}*[^# \t\n\r\x0b\x0c]", re.MULTILINE)
 
 
 def _first_format(text: str, path: str | Path, first_line: int) -> str | None:
     for offset, line in enumerate(text.split("\n")):
-        if line.strip(ASCII_WHITESPACE):
+        if _is_run_line(line):
             return detect_format(line, path, first_line + offset)
     return None
 
@@ -162,18 +174,19 @@ def _block_entries(
     text: str, run_format: str, path: str | Path, first_line: int
 ) -> list[tuple[str, str, float]]:
     """The (topic, doc, score) of each run line of ``text``, whole lines numbered from
-    ``first_line``. A TREC block whose every non-blank line matches :data:`_TREC_LINE` with a
-    finite score is taken in one pass; any other block is read line by line by
-    :func:`_parse_line`, which raises the error naming the first bad line. A control character
-    anywhere (one search in C over the block) is an error naming its line."""
+    ``first_line``. A TREC block whose every entry line (neither blank nor a comment) matches
+    :data:`_TREC_LINE` with a finite score is taken in one pass; any other block is read line
+    by line by :func:`_parse_line`, which raises the error naming the first bad line. A control
+    character anywhere (one search in C over the block) is an error naming its line."""
     breaking = line_breaking_problem(text)
     if breaking is not None:
         raise InputFormatError(path, first_line + breaking[0], breaking[1])
     if run_format == "trec":
         found = _TREC_LINE.findall(text)
-        # Every line matched: counted with str.count, blank lines (rare) by a second pass.
+        # Every line matched: counted with str.count, blank and comment lines (rare) by a
+        # second pass.
         if len(found) == text.count("\n") + (not text.endswith("\n")) or len(found) == len(
-            _NON_BLANK_LINE.findall(text)
+            _ENTRY_LINE.findall(text)
         ):
             scores = list(map(float, [score for _, _, score in found]))
             if all(map(math.isfinite, scores)):
@@ -184,7 +197,7 @@ def _block_entries(
     return [
         _parse_line(line, run_format, path, first_line + offset)
         for offset, line in enumerate(text.split("\n"))
-        if line.strip(ASCII_WHITESPACE)
+        if _is_run_line(line)
     ]
 
 
@@ -220,7 +233,7 @@ def _duplicate_lines(path: str | Path, run_format: str, topic: str, doc: str) ->
     found = []
     with open_text(path) as handle:
         for number, line in enumerate(handle, start=1):
-            if line.strip(ASCII_WHITESPACE):
+            if _is_run_line(line):
                 fields = _fields(line, run_format)
                 pair = (fields[0], fields[2] if run_format == "trec" else fields[1])
                 if pair == (topic, doc):

@@ -31,8 +31,8 @@ re-evaluation gets one from the pending timer no later than from its own.
   files are read before the Snakefile runs, by that reader still).
   :func:`read_configfiles_with_libyaml` reads it with the package's loader
   (:data:`hybrid_ir.formats.YAML_LOADER`, libyaml's parser) and the same checks as ``hybrid-ir
-  config`` (alias bombs, non-UTF-8 text, a top level that is not a mapping); a file that asks
-  for yte's templating (``__use_yte__``) or is JSON goes to Snakemake's own reader as before.
+  config`` (alias bombs, deep nesting, an endless file, non-UTF-8 text, a top level that is not
+  a mapping); JSON and yte's templating (``__use_yte__``) are read as Snakemake reads them.
 """
 
 from __future__ import annotations
@@ -120,12 +120,6 @@ def read_configfiles_with_libyaml(configfile_module: Any = None) -> bool:
     def build(original: Callable[[Any], dict]) -> Callable[[Any], dict]:
         def load_configfile(configpath: Any) -> dict:
             if not isinstance(configpath, (str, Path)):
-                return original(configpath)
-            try:
-                data = Path(configpath).read_bytes()
-            except OSError:
-                data = b""  # read_config_file names the file and the problem
-            if data.lstrip()[:1] in (b"{", b"[") or b"__use_yte__" in data:
                 return original(configpath)
             try:
                 return read_config_file(configpath)

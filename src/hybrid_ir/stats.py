@@ -75,6 +75,9 @@ RANDOMIZATION_SEED = 1234
 twice is the same number."""
 PERMUTATIONS = 10_000
 """Random sign flips drawn by default: a p-value near 0.05 is then known to about +-0.002."""
+MAX_PERMUTATIONS = 1_000_000
+"""The most random sign flips a test draws: a p-value near 0.05 is then known to about
++-0.0002, and one test over a thousand topics takes seconds; 10^10 took hours."""
 # Signs held at once (one per topic per sign vector): bounds memory at any number of
 # permutations.
 _BATCH_SIGNS = 1 << 20
@@ -109,8 +112,10 @@ def randomization_test(
     assignment and so is never 0 (Phipson and Smyth 2010). Fewer than 2 shared topics give
     p = 1.0, as :func:`paired_ttest`.
     """
-    if permutations < 1:
-        raise ParameterError(f"permutations must be at least 1, got {permutations}")
+    if not 1 <= permutations <= MAX_PERMUTATIONS:
+        raise ParameterError(
+            f"permutations must be from 1 to {MAX_PERMUTATIONS:,}, got {permutations}"
+        )
     topics = sorted(scores.keys() & reference.keys(), key=topic_sort_key)
     n = len(topics)
     if n < 2:

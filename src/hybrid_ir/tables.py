@@ -452,7 +452,8 @@ def _latex_star(marker: str) -> str:
 
 _LATEX_SPECIAL = str.maketrans(
     {
-        "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
+        "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$", "{": r"\{", "}": r"\}",
+        "\\": r"\textbackslash{}", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",
         "‰": r"\textperthousand{}", "§": r"\S{}", "†": r"\textdagger{}",
     }
 )  # fmt: skip

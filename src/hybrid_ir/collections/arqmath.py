@@ -274,10 +274,19 @@ def parse_xml(path: Path) -> ET.Element:
 def read_topics(path: Path) -> list[dict]:
     """ARQMath Task-1 topics (``<Topic number><Title><Question><Tags>``, HTML in the text)."""
     topics = []
+    first: dict[str, int] = {}
     for number, element in enumerate(parse_xml(path).iter("Topic"), start=1):
         topic_id = element.get("number")
         if not topic_id:
             raise InputFormatError(path, None, f"<Topic> number {number} has no number attribute")
+        earlier = first.setdefault(topic_id, number)
+        if earlier != number:
+            raise InputFormatError(
+                path,
+                _topic_line(path, number),
+                f"topic {quoted(topic_id)} repeats the one on line {_topic_line(path, earlier)}: "
+                "topic numbers must be unique",
+            )
         title = render_html(element.findtext("Title", ""), path, f"topic {topic_id}")
         question = render_html(element.findtext("Question", ""), path, f"topic {topic_id}")
         tags = element.findtext("Tags", "")
@@ -293,6 +302,21 @@ def read_topics(path: Path) -> list[dict]:
     if not topics:
         raise InputFormatError(path, None, "no <Topic> elements")
     return topics
+
+
+_TOPIC_TAG = re.compile(r"<Topic[\s>/]")
+
+
+def _topic_line(path: Path, position: int) -> int | None:
+    """The line of the ``position``-th ``<Topic>`` start tag, for an error about that topic
+    (ElementTree keeps no line numbers)."""
+    seen = 0
+    with open_text(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            seen += len(_TOPIC_TAG.findall(line))
+            if seen >= position:
+                return number
+    return None
 
 
 # Label columns under the names the organisers (CSV) and MathDowsers (JSON) gave them,

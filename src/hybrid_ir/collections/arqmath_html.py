@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from hybrid_ir.errors import InputFormatError, quoted
-from hybrid_ir.formats import archive_errors
+from hybrid_ir.formats import archive_errors, read_whole
 
 _MATH_CLASS = "math-container"
 
@@ -304,14 +304,16 @@ def _thread_pages(path: Path) -> Iterator[tuple[str, bytes]]:
     """``(where, bytes)`` of each ``.html`` page in a tar archive or under a directory."""
     if path.is_dir():
         for page in sorted(path.rglob("*.html")):
-            yield str(page), page.read_bytes()
+            with open(page, "rb") as file:
+                yield str(page), read_whole(file, str(page))
         return
     with archive_errors(path), tarfile.open(path, "r:*") as archive:
         for member in archive:
             if member.isfile() and member.name.endswith(".html"):
                 handle = archive.extractfile(member)
                 assert handle is not None  # regular members always have content
-                yield f"{path}:{member.name}", handle.read()
+                where = f"{path}:{member.name}"
+                yield where, read_whole(handle, where)
 
 
 def read_threads(path: Path) -> list[dict]:

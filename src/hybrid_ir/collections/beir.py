@@ -25,7 +25,6 @@ import tokenize
 import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO
 
 from hybrid_ir.collections import Collection, SourceRoles, reader
 from hybrid_ir.errors import ConfigError, InputFormatError, quoted
@@ -34,6 +33,8 @@ from hybrid_ir.formats import (
     REQUIRED_KEYS,
     CheckedText,
     Judgment,
+    MemberText,
+    UniqueIds,
     archive_errors,
     check_read_ids,
     id_problem,
@@ -55,9 +56,9 @@ _ARRAY_PUNCTUATION = {"[", "]", ","}
 # --- shared: opening, JSON Lines, queries, qrels, split sets -------------------------------------
 
 
-def _open(source: Source) -> IO[str] | CheckedText:
+def _open(source: Source) -> MemberText | CheckedText:
     if isinstance(source, zipfile.Path):
-        return source.open("r", encoding="utf-8-sig")
+        return MemberText(source.open("rb"), str(source))
     return open_text(source)
 
 
@@ -118,6 +119,8 @@ def _read_qrels(source: Source) -> list[Judgment]:
                 raise
             pair = (judgment.query_id, judgment.doc_id)
             best[pair] = max(best.get(pair, judgment.relevance), judgment.relevance)
+    if not best:
+        raise InputFormatError(str(source), None, "no judgments: every score against it would be 0")
     return [Judgment(query_id, doc_id, score) for (query_id, doc_id), score in best.items()]
 
 
@@ -193,7 +196,7 @@ def _allenai_rows(archive: Path) -> Iterator[dict]:
     member = zipfile.Path(archive, ALLENAI_CORPUS_MEMBER)
     if not member.exists():
         raise InputFormatError(archive, None, f"no member {ALLENAI_CORPUS_MEMBER}")
-    with member.open("r", encoding="utf-8-sig", newline="") as handle:
+    with MemberText(member.open("rb"), str(member), newline="") as handle:
         rows = csv.reader(handle)
         header = next(rows, [])
         missing = [column for column in _ALLENAI_COLUMNS if column not in header]
@@ -235,6 +238,7 @@ def read_scifact_allenai_csv(sources: Mapping[str, Path]) -> Collection:
 
 
 def _corpus_documents(source: Source) -> Iterator[dict]:
+    ids = UniqueIds()
     for number, value in _json_objects(source):
         metadata = value.get("metadata", {})
         if not isinstance(metadata, dict):
@@ -244,12 +248,16 @@ def _corpus_documents(source: Source) -> Iterator[dict]:
             raise InputFormatError(
                 str(source), number, f"metadata key(s) {', '.join(clashes)} clash with fields"
             )
-        yield {
+        document = {
             "id": _identifier(value, "_id", source, number),
             "title": _string(value, "title", source, number),
             "text": _string(value, "text", source, number),
             **metadata,
         }
+        ids.add(document["id"], str(source), number)
+        yield document
+    if not ids:
+        raise InputFormatError(str(source), None, "no documents: an empty corpus")
 
 
 def _dataset_root(path: Path) -> Source:

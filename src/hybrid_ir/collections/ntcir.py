@@ -62,7 +62,7 @@ from typing import IO
 from hybrid_ir.collections import Collection, SourceRoles, reader
 from hybrid_ir.collections.arqmath import parse_xml
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import Judgment, read_qrels
+from hybrid_ir.formats import Judgment, read_qrels, read_whole
 
 MATHML_NAMESPACE = "http://www.w3.org/1998/Math/MathML"
 _TEX_ENCODING = "application/x-tex"
@@ -262,7 +262,7 @@ def _tar_members(where: str, tar: tarfile.TarFile) -> Iterator[tuple[str, str, b
 def _member(where: str, name: str, handle: IO[bytes]) -> Iterator[tuple[str, str, bytes]]:
     """An article (``.html``), the articles of a nested tar archive, or nothing (a README)."""
     if name.endswith(_ARTICLE_SUFFIX):
-        yield f"{where}[{name}]", PurePosixPath(name).name, handle.read()
+        yield f"{where}[{name}]", PurePosixPath(name).name, read_whole(handle, f"{where}[{name}]")
     elif name.endswith(_NESTED_ARCHIVES):
         try:
             with tarfile.open(fileobj=handle, mode="r|*") as nested:

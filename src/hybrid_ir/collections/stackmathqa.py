@@ -18,7 +18,7 @@ from typing import IO, cast
 
 from hybrid_ir.collections import Collection, SourceRoles, reader
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import archive_errors, json_lines, open_text
+from hybrid_ir.formats import MemberText, UniqueIds, archive_errors, json_lines, open_text
 
 _SHARD = re.compile(r"(?:^|/)(\d+)\.jsonl$")
 _QUESTION_URL = re.compile(r"https?://([^/]+)/questions/(\d+)")
@@ -48,6 +48,15 @@ def _shard_number(name: str) -> int | None:
 
 
 def _documents(path: Path) -> Iterator[dict]:
+    ids = UniqueIds()
+    for where, number, document in _pairs(path):
+        ids.add(document["id"], where, number)
+        yield document
+    if not ids:
+        raise InputFormatError(path, None, "no question/answer pairs in any <n>.jsonl shard")
+
+
+def _pairs(path: Path) -> Iterator[tuple[str, int, dict]]:
     if path.is_dir():
         shards = sorted(
             (number, shard)
@@ -57,7 +66,7 @@ def _documents(path: Path) -> Iterator[dict]:
         for _, shard in shards:
             with open_text(shard) as handle:
                 for number, value in json_lines(handle, shard):
-                    yield _pair(value, str(shard), number)
+                    yield str(shard), number, _pair(value, str(shard), number)
         return
     with archive_errors(path), tarfile.open(path) as archive:
         members = sorted(
@@ -69,9 +78,9 @@ def _documents(path: Path) -> Iterator[dict]:
             name = f"{path}:{member.name}"
             # A regular file (isfile() above), so extractfile never returns None here.
             raw = cast(IO[bytes], archive.extractfile(member))
-            lines = (line.decode("utf-8") for line in raw)
-            for number, value in json_lines(lines, name):
-                yield _pair(value, name, number)
+            with MemberText(raw, name) as lines:
+                for number, value in json_lines(lines, name):
+                    yield name, number, _pair(value, name, number)
 
 
 @reader("stackmathqa", SourceRoles(main=(frozenset({"shards"}),)))

@@ -11,6 +11,10 @@ from hybrid_ir.formats import RunEntry, read_records
 from hybrid_ir.lucene.jvm import pyserini_modules
 from hybrid_ir.runs import write_entries
 
+JAVA_INT_MAX = 2**31 - 1
+"""The largest depth and thread count Anserini's searcher and indexer take: a Java ``int``
+(3,000,000,000 was a JavaException naming no option)."""
+
 # Pyserini's multifield BEIR regressions weigh both fields equally.
 MULTIFIELD_WEIGHTS = {"contents": 1.0, "title": 1.0}
 
