@@ -21,7 +21,8 @@ UV_SOURCES = $(foreach url,$(shell $(PYTHON) -m pip config get global.index-url 
 	$(foreach dir,$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null),--find-links $(dir)) \
 	--index-strategy unsafe-best-match
 
-.PHONY: setup setup-slurm lock reproduce report test test-gpu test-paper test-slurm lint docs benchmark clean
+.PHONY: setup setup-slurm lock reproduce report test test-gpu test-paper test-slurm lint docs rulegraph benchmark \
+	clean
 
 setup: $(VENV)/.installed
 
@@ -139,8 +140,16 @@ benchmark: setup
 	$(BIN)/python benchmarks/pretrain_memory.py
 	$(BIN)/python benchmarks/paper_scale.py
 
-# The rule graph of docs/architecture.md (needs Graphviz: Debian's graphviz package).
+# The documentation site (mkdocs.yml) in site/: MkDocs and Material for MkDocs from
+# requirements-docs.txt into .venv, the reference pages and the changelog page generated from
+# the code and CHANGELOG.md while building (docs/hooks/reference.py), every warning (a missing
+# page, a broken link or anchor) an error. The build itself fetches nothing from the network.
 docs: setup
+	$(BIN)/pip install -q -r requirements-docs.txt
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+# The rule graph of docs/architecture.md (needs Graphviz: Debian's graphviz package).
+rulegraph: setup
 	$(BIN)/snakemake --rulegraph --quiet all > docs/rulegraph.dot
 	dot -Tsvg docs/rulegraph.dot -o docs/rulegraph.svg
 

@@ -77,3 +77,7 @@ rule all:
     default_target: True
     input:
         all_targets(),
+
+
+# Targets by name (paper001, paper001_table1, ...) and misspelled result files: after every rule.
+include: "workflow/rules/targets.smk"

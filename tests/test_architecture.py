@@ -33,7 +33,7 @@ def test_committed_rule_graph_is_the_workflows():
     ).stdout
     committed = (DOCS / "rulegraph.dot").read_text()
     assert rule_edges(current) and rule_edges(committed) == rule_edges(current), (
-        "docs/rulegraph.dot is out of date: run `make docs`"
+        "docs/rulegraph.dot is out of date: run `make rulegraph`"
     )
     assert (DOCS / "rulegraph.svg").read_text().count("<svg") == 1
 

@@ -632,8 +632,9 @@ def test_every_subcommand_is_walked():
         "hybrid-ir manifest add",
         "hybrid-ir hub pin",
         "hybrid-ir data",
+        "hybrid-ir targets",
     } <= names
-    assert len(names) == 21  # completion included
+    assert len(names) == 22  # completion included
 
 
 @pytest.mark.parametrize("name, parser", _parsers(), ids=lambda v: v if isinstance(v, str) else "")
@@ -761,3 +762,13 @@ def test_counts_print_as_integers(capsys, files):
          "NumRet", "--format", "csv"],
     )  # fmt: skip
     assert out.splitlines()[1].endswith(",1,8")
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    """`hybrid-ir … | head -1`: the closed pipe is no error message, and the status is the one
+    a shell gives a command killed by SIGPIPE."""
+    command = [str(Path(sys.executable).with_name("hybrid-ir")), "completion", "bash"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # before the command, still importing, writes a byte
+    assert process.wait(timeout=60) == 141
+    assert process.stderr.read() == b""

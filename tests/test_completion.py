@@ -43,6 +43,8 @@ def test_subcommands_options_and_choices_come_from_the_parser(bash_script):
     assert _complete(bash_script, "compare", "--format", "") == ["md", "csv", "latex", "json"]
     assert _complete(bash_script, "fuse", "--duplicates", "f") == ["first"]
     assert _complete(bash_script, "completion", "") == ["bash", "zsh"]
+    assert _complete(bash_script, "tar") == ["targets"]
+    assert _complete(bash_script, "targets", "--format", "") == ["text", "json"]
     assert _complete(bash_script, "--ver") == ["--version"]
 
 

@@ -480,10 +480,15 @@ def test_the_default_collections_from_upstream_equal_those_from_the_mirror(
     with https_server(served.handler(), certificate) as url:
         env = {"HYBRID_IR_RAW_URL": url, "SSL_CERT_FILE": str(certificate[0])}
         downloaded = tmp_path / "downloaded-mirror"
+        # A working folder of its own: the repository's results/raw/ may hold a finished run.
+        checkout = tmp_path / "checkout"
+        checkout.mkdir()
+        for folder in ("workflow", "expected"):
+            (checkout / folder).symlink_to(REPO / folder)
         began = time.monotonic()
         listing = subprocess.run(
-            [str(HYBRID_IR), "data", "--download"],
-            capture_output=True, text=True, cwd=REPO, timeout=900,
+            [str(HYBRID_IR), "data", "--download", "--base", str(REPO / "config.yaml")],
+            capture_output=True, text=True, cwd=checkout, timeout=900,
             env=snakemake_environment({**env, "HYBRID_IR_MIRROR": str(downloaded)}),
         )  # fmt: skip
         seconds = time.monotonic() - began

@@ -104,6 +104,7 @@ def test_an_output_kind_names_a_section_rules_inputs_and_its_builder(name, schem
     assert any(_imports(script, kind.builder) for script in scripts), kind
     assert {kind.inputs, kind.outputs, kind.params} - {None} <= set(Plan.RULE_FACING)
     assert callable(getattr(Plan, kind.targets))
+    assert kind.named is None or callable(getattr(Plan, kind.named))
 
 
 def test_every_section_is_an_output_kind_a_run_origin_or_a_setting(schema_sections):

@@ -225,3 +225,32 @@ def snakemake(
         timeout=timeout,
         cwd=REPO,
     )
+
+
+CHECKOUT_LINKS = ("Snakefile", "workflow", "profiles", "src", ".venv", ".venv-slurm")
+"""What a toy checkout links back to in this repository (what exists of them)."""
+
+
+def make_toy_checkout(root: Path) -> Path:
+    """The toy collection as a checkout of its own: :func:`make_toy`'s mirror, manifest,
+    expected scores and ``config.yaml`` (mirror and manifest named relative to ``root``), and
+    links to this repository's Snakefile, workflow, profiles, sources and virtual
+    environments, so that ``.venv/bin/snakemake --cores 2`` and ``.venv/bin/hybrid-ir`` run in
+    ``root`` as in the repository. The documentation's guides are run in one
+    (tests/test_docs_guides.py)."""
+    root.mkdir(parents=True, exist_ok=True)
+    make_toy(root)
+    config = yaml.safe_load((root / "config.yaml").read_text())
+    config["mirror"], config["manifest"] = "mirror", "manifest.tsv"
+    (root / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    for name in CHECKOUT_LINKS:
+        if (REPO / name).exists():
+            (root / name).symlink_to(REPO / name)
+    return root
+
+
+if __name__ == "__main__":
+    # python tests/toy_workflow.py DIR: a toy checkout to try the documentation's guides in.
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tests/toy_workflow.py DIR (a new or empty folder)")
+    print(make_toy_checkout(Path(sys.argv[1])))

@@ -6,7 +6,9 @@ import argparse
 import contextlib
 import io
 import math
+import os
 import re
+import signal
 import sys
 from importlib.metadata import version
 from typing import TextIO
@@ -30,6 +32,7 @@ from hybrid_ir.cli_commands import (
     manifest_members_command,
     provenance_command,
     search_command,
+    targets_command,
 )
 from hybrid_ir.compare import RENDERERS
 from hybrid_ir.completion import SHELLS, completion_script
@@ -298,6 +301,27 @@ def _add_manifest_and_config(cli: _Commands) -> None:
     config.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
     config.set_defaults(handler=config_command)
 
+    targets = cli.command(
+        "targets",
+        "list the tables, figures and claims pages a configuration builds",
+        description="list every table, figure and claims page the configuration builds, by "
+        "paper: its name, the paper's table or figure number and its title where the "
+        "configuration gives them, its files, and the Snakemake target that builds it (one "
+        "per paper too, e.g. snakemake --cores all paper001); and the tables it does not build "
+        "here, with why and the configuration file that does",
+    )
+    targets.add_argument(
+        "--configfile", nargs="*", default=[], help="overlays, lowest priority first"
+    )
+    targets.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
+    targets.add_argument(
+        "--format",
+        choices=["text", "json"],
+        default="text",
+        help="output: text by paper, or one JSON object (papers, outputs, not_built)",
+    )
+    targets.set_defaults(handler=targets_command)
+
     hub_commands = cli.group("hub", "hub models a configuration names")
     pin = cli.subcommand(
         hub_commands,
@@ -552,7 +576,8 @@ def _add_checks_and_results(cli: _Commands) -> None:
         choices=list(RENDERERS),
         default="md",
         help="output: a Markdown table with notes, CSV with every p-value unrounded, a LaTeX "
-        "(booktabs) table, or JSON (every number unrounded; keys in the README)",
+        "(booktabs) table, or JSON (every number unrounded; keys in "
+        "docs/guides/evaluate-your-run.md)",
     )
     _add_input_options(compare)
     compare.set_defaults(handler=compare_command)
@@ -569,7 +594,8 @@ def _add_checks_and_results(cli: _Commands) -> None:
         "--format",
         choices=["text", "json"],
         default="text",
-        help="output: indented text, or one JSON tree (keys in the README)",
+        help="output: indented text, or one JSON tree (keys in "
+        "docs/explanations/determinism-and-provenance.md)",
     )
     provenance.set_defaults(handler=provenance_command)
 
@@ -577,7 +603,7 @@ def _add_checks_and_results(cli: _Commands) -> None:
         "claims",
         "print each paper's claims as the workflow judged them",
         description="print each paper's claims as the workflow judged them (verdict, effect with "
-        "its 95%% interval, p, detectable effect, the paper's effect, Effect Ratio, ΔRI), from "
+        "its 95% interval, p, detectable effect, the paper's effect, Effect Ratio, ΔRI), from "
         "results/claims/",
     )
     claims.add_argument(
@@ -619,6 +645,11 @@ def main(argv: list[str] | None = None) -> int:
             contextlib.redirect_stdout(_EscapedControls(sys.stdout)),
         ):
             status = args.handler(args)
+    except BrokenPipeError:
+        # The reader stopped early (`| head`): say nothing more, as a command killed by
+        # SIGPIPE would, and keep Python from complaining again when it flushes at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except (HybridIRError, OSError) as error:  # OSError: a missing or unreadable file
         print(f"hybrid-ir error: {printable(str(error))}", file=sys.stderr)
         return 1

@@ -12,13 +12,14 @@ from pathlib import Path
 
 from hybrid_ir import paths
 from hybrid_ir.checks import assert_all_passed
+from hybrid_ir.claims_file import claims_by_paper
 from hybrid_ir.claims_report import print_claims
 from hybrid_ir.collections import convert, reader_options, source_problems
 from hybrid_ir.compare import RENDERERS, compare_runs
 from hybrid_ir.config import validate_config
 from hybrid_ir.config_layers import config_layers, merged_config
 from hybrid_ir.config_settings import training_plan
-from hybrid_ir.config_sources import attributed
+from hybrid_ir.config_sources import Layers, attributed
 from hybrid_ir.crossval import crossvalidate_linear, report
 from hybrid_ir.data_checklist import (
     RawFile,
@@ -54,11 +55,16 @@ from hybrid_ir.members import (
     member_list_path,
     write_member_list,
 )
+from hybrid_ir.plan import Plan
 from hybrid_ir.provenance import chain, provenance_tree
 from hybrid_ir.runs import read_run, topic_sort_key, write_run
+from hybrid_ir.targets import render_targets, targets_json
 
 
-def data_command(args: argparse.Namespace) -> int:
+def _validated_config(args: argparse.Namespace) -> tuple[dict, Layers]:
+    """``--base`` with the ``--configfile`` overlays merged as Snakemake merges them and
+    validated with the workflow's schema (hub pins not required), and its layers; an error
+    names the file that sets the key."""
     layers = config_layers([args.base, *args.configfile], {})
     config = merged_config(layers)
     schema = Path(args.base).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
@@ -66,6 +72,11 @@ def data_command(args: argparse.Namespace) -> int:
         validate_config(config, schema, require_pins=False)
     except ConfigError as error:
         raise attributed(error, layers) from None
+    return config, layers
+
+
+def data_command(args: argparse.Namespace) -> int:
+    config, _ = _validated_config(args)
     mirror = mirror_root(config["mirror"])
     network = Network(raw_url=raw_url_base(config["raw_url"]), connections=args.connections)
     manifest = load_manifest(config["manifest"])
@@ -130,14 +141,24 @@ def manifest_add_command(args: argparse.Namespace) -> None:
 def config_command(args: argparse.Namespace) -> None:
     import yaml
 
-    layers = config_layers([args.base, *args.configfile], {})
-    config = merged_config(layers)
-    schema = Path(args.base).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
+    config, _ = _validated_config(args)  # the plan does not need the hub
+    print(yaml.safe_dump({"training": training_plan(config)}, sort_keys=False), end="")
+
+
+def targets_command(args: argparse.Namespace) -> None:
+    config, layers = _validated_config(args)
     try:
-        validate_config(config, schema, require_pins=False)  # the plan does not need the hub
+        claims = claims_by_paper(config["claims"], config["tables"])
+        plan = Plan(config, {}, [], claims, None, layers)
+        outputs, deferred = plan.named_outputs(), plan.deferred_tables()
+        plan.target_rules()  # two outputs' target rules may clash
     except ConfigError as error:
         raise attributed(error, layers) from None
-    print(yaml.safe_dump({"training": training_plan(config)}, sort_keys=False), end="")
+    if args.format == "json":
+        print(json.dumps(targets_json(outputs, deferred), indent=1))
+        return
+    for line in render_targets(outputs, deferred):
+        print(printable(line))
 
 
 def hub_pin_command(args: argparse.Namespace) -> None:

@@ -31,6 +31,10 @@ class OutputKind:
     params: str | None = None
     """The plan's method giving what its rule's script reads besides files (its params, but for
     the code version)."""
+    named: str | None = None
+    """The plan's method giving the outputs of this kind one asks for by name (tables, figures,
+    claims pages: :class:`~hybrid_ir.targets.NamedOutput`), each with a target rule of its own
+    and in its paper's (``workflow/rules/targets.smk``, ``hybrid-ir targets``)."""
 
 
 OUTPUT_KINDS: dict[str, OutputKind] = {
@@ -40,16 +44,16 @@ OUTPUT_KINDS: dict[str, OutputKind] = {
     ),
     "table": OutputKind(
         "tables", ("paper_table",), "tables.score_rows", "table_targets", "table_sources",
-        "table_outputs", "table_params",
+        "table_outputs", "table_params", "named_tables",
     ),
     "parameter_table": OutputKind(
         "parameter_tables", ("parameter_table",), "parameter_tables.parameter_rows",
         "parameter_table_targets", "parameter_table_inputs", "parameter_table_outputs",
-        "parameter_table_params",
+        "parameter_table_params", "named_parameter_tables",
     ),
     "claims": OutputKind(
         "claims", ("claims",), "claims.judge_files", "claims_targets", "claims_inputs",
-        "claims_outputs",
+        "claims_outputs", named="named_claims",
     ),
     "crossval": OutputKind(
         "crossval", ("crossvalidate",), "crossval.crossvalidate_linear", "crossval_targets",
@@ -61,10 +65,11 @@ OUTPUT_KINDS: dict[str, OutputKind] = {
     ),
     "figure": OutputKind(
         "figures", ("figure_{kind}",), "figures.draw", "figure_targets", "figure_inputs",
+        named="named_figures",
     ),
     "math_models": OutputKind(
         "math_models", ("pretrain", "finetune", "encoder_index", "encoder_search"),
-        "neural.encoders.encoder", "math_targets",
+        "neural.encoders.encoder", "math_targets", named="named_math_figures",
     ),
     "structure": OutputKind(
         "structure", ("structure_index", "structure_search", "structure_queries"),
@@ -72,7 +77,7 @@ OUTPUT_KINDS: dict[str, OutputKind] = {
     ),
     "bm25_table": OutputKind(
         "bm25", ("bm25_table",), "bm25_table.bm25_rows", "bm25_table_targets", None,
-        "bm25_table_outputs", "bm25_table_params",
+        "bm25_table_outputs", "bm25_table_params", "named_bm25_table",
     ),
     "checks": OutputKind(
         "expected", ("check_scores",), "checks.run_checks", "check_targets",

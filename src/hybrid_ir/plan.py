@@ -15,9 +15,10 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from hybrid_ir import paths
+from hybrid_ir import targets as by_name
 from hybrid_ir.checks import checks_from_expected, evaluation_pairs, load_expected
 from hybrid_ir.claims_file import PaperClaims, claims_by_paper, reproduction_runs
 from hybrid_ir.config import validate_config
@@ -36,6 +37,7 @@ from hybrid_ir.output_kinds import OUTPUT_KINDS
 from hybrid_ir.rule_params import RuleParams
 from hybrid_ir.run_origins import origin_names, systems
 from hybrid_ir.table_spec import row_sources, source_key, table_groups
+from hybrid_ir.targets import DeferredTable, NamedOutput, paper_of
 
 TABLE_OUTPUTS = {
     "markdown": "md", "latex": "tex", "csv": "csv", "per_query": "per_query.tsv",
@@ -102,7 +104,8 @@ class Plan(RuleParams):
         "backbone_source", "all_targets", "table_outputs", "parameter_table_outputs",
         "bm25_table_outputs", "claims_outputs", "crossval_outputs", "bm25_search_params",
         "retriever_params", "import_params", "fusion_params", "crossval_params", "sweep_params",
-        "table_params", "parameter_table_params", "bm25_table_params",
+        "table_params", "parameter_table_params", "bm25_table_params", "target_rules",
+        "unknown_results", "unknown_result", "unknown_targets", "unknown_target",
     )  # fmt: skip
     """The methods the rule files call by these names (workflow/rules/common.smk)."""
 
@@ -486,7 +489,7 @@ class Plan(RuleParams):
         for backbone, entry in math["backbones"].items():
             if entry["pretrain"]:
                 targets += [f"{paths.model('pretrained', backbone)}.losses.tsv"]
-                targets += [paths.figure(f"pretraining-{backbone}", "png")]
+        targets += _files(self.named_math_figures())
         for name, run in self.math_runs.items():
             if run["kind"] in ("dpr", "colbert"):
                 targets.append(paths.index_stats(math["collection"], name))
@@ -511,19 +514,13 @@ class Plan(RuleParams):
         ]
 
     def table_targets(self) -> list[str]:
-        return [
-            path for name in self.config["tables"] for path in self.table_outputs(name).values()
-        ]
+        return _files(self.named_tables())
 
     def parameter_table_targets(self) -> list[str]:
-        return [
-            path
-            for name in self.config["parameter_tables"]
-            for path in self.parameter_table_outputs(name).values()
-        ]
+        return _files(self.named_parameter_tables())
 
     def claims_targets(self) -> list[str]:
-        return [path for paper in self.claims for path in self.claims_outputs(paper).values()]
+        return _files(self.named_claims())
 
     def crossval_targets(self) -> list[str]:
         return [self.crossval_outputs(name)["report"] for name in self.config["crossval"]]
@@ -532,16 +529,10 @@ class Plan(RuleParams):
         return [self.sweep_report(name) for name in self.config["sweeps"]]
 
     def figure_targets(self) -> list[str]:
-        return [
-            output
-            for name, figure in self.config["figures"].items()
-            for output in figure_outputs(name, figure).values()
-        ]
+        return _files(self.named_figures())
 
     def bm25_table_targets(self) -> list[str]:
-        if not self.config["bm25"]["experiments"]:
-            return []
-        return list(self.bm25_table_outputs().values())
+        return _files(self.named_bm25_table())
 
     def check_targets(self) -> list[str]:
         return [paths.checks("passed")] if self.expected else []
@@ -552,3 +543,102 @@ class Plan(RuleParams):
         return [
             target for kind in OUTPUT_KINDS.values() for target in getattr(self, kind.targets)()
         ]
+
+    # --- what one asks for by name (hybrid_ir.targets) ----------------------------------------
+
+    def named_tables(self) -> list[NamedOutput]:
+        return [
+            NamedOutput("table", name, tuple(self.table_outputs(name).values()), f"tables.{name}",
+                        table.get("title"), paper_of(name))
+            for name, table in self.config["tables"].items()
+        ]  # fmt: skip
+
+    def named_parameter_tables(self) -> list[NamedOutput]:
+        return [
+            NamedOutput("table", name, tuple(self.parameter_table_outputs(name).values()),
+                        f"parameter_tables.{name}", table.get("title"), paper_of(name))
+            for name, table in self.config["parameter_tables"].items()
+        ]  # fmt: skip
+
+    def named_claims(self) -> list[NamedOutput]:
+        return [
+            NamedOutput("claims", f"paper{paper}-claims",
+                        tuple(self.claims_outputs(paper).values()), f"claims: {claims.source}",
+                        f"Claims of {claims.title}", paper)
+            for paper, claims in self.claims.items()
+        ]  # fmt: skip
+
+    def named_figures(self) -> list[NamedOutput]:
+        return [
+            NamedOutput("figure", name, tuple(figure_outputs(name, figure).values()),
+                        f"figures.{name}", figure.get("title"), paper_of(name))
+            for name, figure in self.config["figures"].items()
+        ]  # fmt: skip
+
+    def named_math_figures(self) -> list[NamedOutput]:
+        """The loss curves of each further-pretrained backbone (paper 000, Section 3.2)."""
+        if not self.math:
+            return []
+        figures = []
+        for backbone, entry in self.math["backbones"].items():
+            if entry["pretrain"]:
+                name = f"pretraining-{backbone}"
+                files = (paths.figure(name, "png"), paths.figure(name, "svg"))
+                title = f"Further pretraining of {backbone}: MLM and NSP losses"
+                key = f"math_models.backbones.{backbone}"
+                figures.append(NamedOutput("figure", name, files, key, title, "000"))
+        return figures
+
+    def named_bm25_table(self) -> list[NamedOutput]:
+        if not self.config["bm25"]["experiments"]:
+            return []
+        files = tuple(self.bm25_table_outputs().values())
+        return [NamedOutput("table", "bm25", files, "bm25.experiments", "BM25 baselines")]
+
+    def named_outputs(self) -> list[NamedOutput]:
+        """Every table, figure and claims page one asks for by name, kind by kind
+        (:data:`OUTPUT_KINDS`)."""
+        return [
+            output
+            for kind in OUTPUT_KINDS.values()
+            if kind.named is not None
+            for output in getattr(self, kind.named)()
+        ]
+
+    def deferred_tables(self) -> list[DeferredTable]:
+        return by_name.deferred_tables(self.config)
+
+    def target_rules(self, taken: Sequence[str] = ()) -> dict[str, list[str]]:
+        """Target rule -> its files: one per paper (``paper000``), one per named output
+        (``paper000_table1``); none may take a name in ``taken`` (the workflow's rules)."""
+        return by_name.target_rules(self.named_outputs(), taken)
+
+    def result_files(self) -> list[str]:
+        return by_name.result_files(self.named_outputs(), self.all_targets())
+
+    def unknown_results(self) -> str:
+        """The constraint of a result file the configuration does not build (its rule's
+        ``unknown_result`` wildcard)."""
+        return by_name.unknown_result_constraint(self.result_files())
+
+    def unknown_result(self, wildcards) -> NoReturn:
+        """A result file the configuration does not build: a one-line error naming the nearest
+        targets (or why a deferred table is not built)."""
+        requested = f"{paths.RESULTS}/{wildcards.unknown_result}"
+        known = list(dict.fromkeys([*self.result_files(), *self.all_targets()]))
+        message = by_name.unknown_result_message(requested, known, self.deferred_tables())
+        raise ConfigError(message)
+
+    def unknown_targets(self) -> str:
+        """The constraint of a target named like a paper's rule that is none (the
+        ``unknown_target`` wildcard)."""
+        return by_name.unknown_target_constraint(self.target_rules())
+
+    def unknown_target(self, wildcards) -> NoReturn:
+        """A misspelled target rule: a one-line error naming the nearest target rules."""
+        rules = list(self.target_rules())
+        raise ConfigError(by_name.unknown_target_message(wildcards.unknown_target, rules))
+
+
+def _files(outputs: Sequence[NamedOutput]) -> list[str]:
+    return [file for output in outputs for file in output.files]

@@ -21,7 +21,8 @@ algorithms, and the cuBLAS workspace that deterministic cuBLAS needs (``CUBLAS_W
 exported before CUDA starts so that torchrun's ranks inherit it). Even so a GPU run is not
 bit-reproducible across GPU models, driver or library versions, or rank counts; on one machine
 with the same software, fp32 without TF32 repeats its numbers except where atomics reorder sums
-(faiss and colbert-ai kernels, scatter-add), which is what the README states.
+(faiss and colbert-ai kernels, scatter-add), which is what
+docs/explanations/determinism-and-provenance.md states.
 """
 
 from __future__ import annotations
