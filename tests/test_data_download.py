@@ -527,3 +527,42 @@ def test_the_default_collections_from_upstream_equal_those_from_the_mirror(
         assert (tmp_path / "from-upstream" / paths.raw(path)).read_bytes() == (
             mirror / path
         ).read_bytes()
+
+
+# --- a hostile-input pass over the new commands --------------------------------------------------
+
+
+def test_member_lists_are_made_only_of_tar_archives_inside_the_mirror(tmp_path, capsys):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    broken = mirror / "x.tar.gz"
+    broken.write_bytes(b"not an archive\n")
+    manifest = tmp_path / "manifest.tsv"
+    write_rows(manifest, [entry_for("x.tar.gz", broken.read_bytes())])
+    outside = tmp_path / "outside.tar.gz"
+    outside.write_bytes(b"")
+    members = ["manifest", "members", "--upstream-folder", "data/", "--mirror", str(mirror)]
+    assert main([*members, str(outside), "--manifest", str(manifest)]) == 1
+    assert capsys.readouterr().err == (
+        f"hybrid-ir error: {outside}: not inside the mirror {mirror}; copy it there first\n"
+    )
+    assert main([*members, str(broken), "--manifest", str(manifest)]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith(f"hybrid-ir error: {broken}: not a readable tar archive")
+    assert error.count("\n") == 1
+    assert not member_list_path(manifest, "x.tar.gz").exists()
+
+
+def test_a_raw_host_that_is_not_https_and_too_many_connections_are_one_line(monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("HYBRID_IR_RAW_URL", "http://127.0.0.1:9")
+    assert main(["data"]) == 1
+    assert capsys.readouterr().err == (
+        "hybrid-ir error: HYBRID_IR_RAW_URL: 'http://127.0.0.1:9' is not an https:// URL, the "
+        "only kind downloaded\n"
+    )
+    monkeypatch.delenv("HYBRID_IR_RAW_URL")
+    assert main(["data", "--download", "--connections", "1000"]) == 1
+    assert (
+        capsys.readouterr().err == "hybrid-ir error: --connections must be at most 16, got 1000\n"
+    )

@@ -224,6 +224,14 @@ def _completion(args: argparse.Namespace) -> None:
     print(completion_script(build_parser(), args.shell), end="")
 
 
+def _add_configuration_options(parser: argparse.ArgumentParser) -> None:
+    """The configuration as Snakemake merges it: the workflow's config.yaml, then overlays."""
+    parser.add_argument(
+        "--configfile", nargs="*", default=[], help="overlays, lowest priority first"
+    )
+    parser.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
+
+
 def _add_manifest_and_config(cli: _Commands) -> None:
     """The manifest of raw files, and the merged configuration."""
     manifest_commands = cli.group("manifest", "write raw-file manifest rows (path, sha256, size)")
@@ -276,8 +284,7 @@ def _add_manifest_and_config(cli: _Commands) -> None:
         "download what can be (into the mirror, resuming partial files) and list what must be "
         "obtained by hand, with the hybrid-ir manifest add line for each.",
     )
-    data.add_argument("--configfile", nargs="*", default=[], help="overlays, lowest priority first")
-    data.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
+    _add_configuration_options(data)
     data.add_argument(
         "--download", action="store_true", help="download the missing files that can be"
     )
@@ -295,10 +302,7 @@ def _add_manifest_and_config(cli: _Commands) -> None:
         description="print each model's effective training settings for config.yaml and overlays, "
         "merged as Snakemake merges --configfile",
     )
-    config.add_argument(
-        "--configfile", nargs="*", default=[], help="overlays, lowest priority first"
-    )
-    config.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
+    _add_configuration_options(config)
     config.set_defaults(handler=config_command)
 
     targets = cli.command(
@@ -310,10 +314,7 @@ def _add_manifest_and_config(cli: _Commands) -> None:
         "per paper too, e.g. snakemake --cores all paper001); and the tables it does not build "
         "here, with why and the configuration file that does",
     )
-    targets.add_argument(
-        "--configfile", nargs="*", default=[], help="overlays, lowest priority first"
-    )
-    targets.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
+    _add_configuration_options(targets)
     targets.add_argument(
         "--format",
         choices=["text", "json"],
@@ -331,8 +332,7 @@ def _add_manifest_and_config(cli: _Commands) -> None:
         "configuration names without a pin; print the hub_models lines, or add them to a "
         "configuration file",
     )
-    pin.add_argument("--configfile", nargs="*", default=[], help="overlays, lowest priority first")
-    pin.add_argument("--base", default="config.yaml", help="the workflow's config.yaml")
+    _add_configuration_options(pin)
     pin.add_argument(
         "--write", default=None, help="configuration file to add the pins to (default: print them)"
     )

@@ -22,6 +22,7 @@ from hybrid_ir.config_settings import training_plan
 from hybrid_ir.config_sources import Layers, attributed
 from hybrid_ir.crossval import crossvalidate_linear, report
 from hybrid_ir.data_checklist import (
+    MAX_CONNECTIONS,
     RawFile,
     all_here,
     can_run,
@@ -78,6 +79,10 @@ def _validated_config(args: argparse.Namespace) -> tuple[dict, Layers]:
 def data_command(args: argparse.Namespace) -> int:
     config, _ = _validated_config(args)
     mirror = mirror_root(config["mirror"])
+    if args.connections > MAX_CONNECTIONS:
+        raise HybridIRError(
+            f"--connections must be at most {MAX_CONNECTIONS}, got {args.connections}"
+        )
     network = Network(raw_url=raw_url_base(config["raw_url"]), connections=args.connections)
     manifest = load_manifest(config["manifest"])
     by_hand = load_by_hand(paths.BY_HAND)
@@ -106,7 +111,10 @@ def manifest_members_command(args: argparse.Namespace) -> None:
     mirror = Path(args.mirror) if args.mirror else mirror_root(None)
     if mirror is None:
         raise HybridIRError("no mirror: pass --mirror or set $HYBRID_IR_MIRROR")
-    path = Path(args.archive).resolve().relative_to(mirror.resolve()).as_posix()
+    archive = Path(args.archive).resolve()
+    if not archive.is_relative_to(mirror.resolve()):
+        raise HybridIRError(f"{args.archive}: not inside the mirror {mirror}; copy it there first")
+    path = archive.relative_to(mirror.resolve()).as_posix()
     entry = load_manifest(args.manifest).get(path)
     if entry is None or not entry.repository:
         raise HybridIRError(f"{path}: no manifest row with a repository and commit to name")

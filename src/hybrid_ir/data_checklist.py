@@ -26,6 +26,9 @@ from hybrid_ir.members import MemberList, find_member_list
 from hybrid_ir.raw_check import raw_file_problem, remember_verified
 
 BY_HAND_COLUMNS = ["path", "what", "where", "terms"]
+MAX_CONNECTIONS = 16
+"""The most downloads `hybrid-ir data --download` runs side by side: a few per host is polite,
+and each file with a member list opens as many again for its members."""
 STATES = ("fetched", "mirror", "download", "by hand", "corrupt")
 """A raw file's state, from ready to blocking; the listing orders files by it."""
 

@@ -150,7 +150,13 @@ def _manifest_entry(
 def raw_url_base(configured: str | None) -> str:
     """Where pinned raw-file URLs are served: ``$HYBRID_IR_RAW_URL`` if set, else the configured
     ``raw_url``, else GitHub's raw host (a proxy or a local copy of it takes its place)."""
-    return (os.environ.get(RAW_URL_ENVIRONMENT_VARIABLE) or configured or RAW_URL_BASE).rstrip("/")
+    chosen = os.environ.get(RAW_URL_ENVIRONMENT_VARIABLE)
+    if chosen and not re.match(r"https://[^/]", chosen):
+        raise FetchError(
+            f"{RAW_URL_ENVIRONMENT_VARIABLE}: {quoted(chosen)} is not an https:// URL, the only "
+            "kind downloaded"
+        )
+    return (chosen or configured or RAW_URL_BASE).rstrip("/")
 
 
 def upstream_url(url: str, base: str) -> str:

@@ -159,6 +159,20 @@ def member_list_from_archive(
 ) -> MemberList:
     """The member list of a mirror archive (``path`` is its manifest path), made once: every
     member must share one mtime and owner, as the packing gave them."""
+    try:
+        return _member_list_from_tar(archive, path, repository, commit, upstream_folder)
+    except (tarfile.TarError, EOFError, OSError) as error:
+        if isinstance(error, OSError) and not isinstance(error, gzip.BadGzipFile):
+            raise
+        raise FetchError(
+            f"{archive}: not a readable tar archive (plain, gzip, bzip2 or xz): "
+            f"{str(error).splitlines()[-1].strip()}"
+        ) from None
+
+
+def _member_list_from_tar(
+    archive: Path, path: str, repository: str, commit: str, upstream_folder: str
+) -> MemberList:
     members = []
     shared: set[tuple[float, str, str]] = set()
     with tarfile.open(archive) as tar:
