@@ -382,7 +382,7 @@ def _assemble_verified(
         if not is_https(url):
             raise FetchError(f"cannot fetch {entry.path}: {quoted(url)} is not https://")
         partial = target.with_name(target.name + ".part")
-        limit = member.size + max(_SIZE_MARGIN, member.size // 100)
+        limit = _with_margin(member.size)
         actual = _download_checked(
             url, partial, limit, member.sha256, network, progress, entry, where
         )
@@ -422,8 +422,11 @@ def _download_limit(entry: ManifestEntry) -> int:
     let a 1 MB entry pull a gigabyte.) A file refused this way can still be placed in the
     mirror by hand.
     """
-    expected = entry.size * _GZIP_RATIO_BOUND if entry.gzipped_here else entry.size
-    return expected + max(_SIZE_MARGIN, expected // 100)
+    return _with_margin(entry.size * _GZIP_RATIO_BOUND if entry.gzipped_here else entry.size)
+
+
+def _with_margin(size: int) -> int:
+    return size + max(_SIZE_MARGIN, size // 100)
 
 
 _SOURCES_ROW = re.compile(
