@@ -9,6 +9,8 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,41 @@ def test_training_and_dense_steps_do_not_follow_fusion_figures_or_tables(script)
     covered = set(imported_modules(REPO / "workflow" / "scripts" / f"{script}.py"))
     outside = {"fusion", "figures", "tables", "crossval", "sweeps", "stats", "evaluate"}
     assert not covered & {f"hybrid_ir.{name}" for name in outside}
+
+
+class _GarbageThatYields:
+    """A reference cycle whose finalizer gives up the GIL: the garbage collector, run by an
+    allocation inside ``ast.parse``, lets another thread in mid-parse."""
+
+    def __init__(self) -> None:
+        self.cycle = self
+
+    def __del__(self) -> None:
+        time.sleep(0)
+
+
+def test_threads_digesting_at_once_do_not_break_the_parser():
+    # Snakemake runs local jobs in threads; each asks which modules its script imports.
+    source = code_digest.PACKAGE_DIR / "docs_reference.py"
+    errors: list[BaseException] = []
+
+    def nested(depth: int, call):
+        return nested(depth - 1, call) if depth else call()
+
+    def digest_repeatedly(depth: int) -> None:
+        for _ in range(25):
+            for _ in range(200):
+                _GarbageThatYields()
+            try:
+                nested(depth, lambda: code_digest._direct_imports.__wrapped__(str(source), 0, 0))
+            except SystemError as error:
+                errors.append(error)
+
+    threads = [
+        threading.Thread(target=digest_repeatedly, args=(depth,)) for depth in (1, 9, 17, 25)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from pathlib import Path
 
 PACKAGE = "hybrid_ir"
@@ -51,11 +52,19 @@ def direct_imports(path: Path) -> set[str]:
     return set(_direct_imports(str(path), status.st_mtime_ns, status.st_size))
 
 
+# CPython 3.11's AST constructor keeps its recursion depth per interpreter, not per thread:
+# two threads parsing at once (Snakemake runs local jobs in threads, and each asks whether its
+# script is served) fail with "AST constructor recursion depth mismatch" (cpython gh-106905).
+_PARSING = threading.Lock()
+
+
 # Every rule's digest walks the same modules: parsed once per process and file version (a
 # dry run of the default configuration parsed 483 files for 37 rules, 7 of its 12 s).
 @functools.cache
 def _direct_imports(path: str, mtime_ns: int, size: int) -> frozenset[str]:
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"), filename=path)
+    source = Path(path).read_text(encoding="utf-8")
+    with _PARSING:
+        tree = ast.parse(source, filename=path)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
