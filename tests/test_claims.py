@@ -46,23 +46,31 @@ def _scores(seed: int, n: int, shift: float, noise: float = 0.05) -> tuple[dict,
     return dict(zip(topics, system, strict=True)), dict(zip(topics, baseline, strict=True))
 
 
+SETUPS = {
+    table: {"collections": ["c"], "described": "the paper's collection c"}
+    for table in ("t", "nowhere")
+}
+
+
 def _claims_file(tmp_path: Path, claims: list[dict], **top) -> Path:
     path = tmp_path / "paper009.yaml"
-    path.write_text(yaml.safe_dump({"paper": "009", "claims": claims, **top}), encoding="utf-8")
+    document = {"paper": "009", "setups": SETUPS, "claims": claims, **top}
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
     return path
 
 
 def _claim(**changes) -> dict:
     return {
         "id": "a-beats-b", "claim": "A beats B.", "where": "Table 9", "table": "t",
-        "column": "nDCG@10", "system": "A", "baseline": "B", **changes,
+        "column": "nDCG@10", "system": "A", "baseline": "B", "paper_test": None, **changes,
     }  # fmt: skip
 
 
-def _judge(tmp_path, system, baseline, table_published=None, **changes):
+def _judge(tmp_path, system, baseline, table_published=None, setup=None, **changes):
     claims = load_claims(_claims_file(tmp_path, [_claim(**changes)]))
     per_query = {"t": {("A", "nDCG@10"): system, ("B", "nDCG@10"): baseline}}
-    return judge(claims, per_query, {"t": table_published or {}})[0]
+    setups = None if setup is None else {"a-beats-b": setup}
+    return judge(claims, per_query, {"t": table_published or {}}, setups)[0]
 
 
 def test_a_large_effect_in_the_claimed_direction_is_supported(tmp_path):
@@ -88,11 +96,13 @@ def test_no_effect_is_inconclusive_and_says_whether_the_paper_effect_was_detecta
     large = {("paper A", "nDCG@10"): 0.5, ("paper B", "nDCG@10"): 0.3}
     rows = {"system": "paper A", "baseline": "paper B"}
     powered = _judge(tmp_path, system, baseline, large, paper_rows=rows)
-    assert powered.verdict == INCONCLUSIVE and "could have shown it" in powered.reason
+    assert powered.verdict == INCONCLUSIVE and "is above what these 60 topics" in powered.reason
+    assert "shows no effect that large" in powered.reason
     assert powered.paper_effect == pytest.approx(0.2) and powered.detectable_effect < 0.2
     tiny = {("paper A", "nDCG@10"): 0.301, ("paper B", "nDCG@10"): 0.3}
     underpowered = _judge(tmp_path, system, baseline, tiny, paper_rows=rows)
-    assert underpowered.verdict == INCONCLUSIVE and "could not have shown it" in underpowered.reason
+    assert underpowered.verdict == INCONCLUSIVE
+    assert "could not have shown it either way" in underpowered.reason
 
 
 def test_the_detectable_effect_has_80_percent_power_by_simulation():
@@ -167,13 +177,30 @@ def test_published_numbers_and_a_table_the_configuration_lacks(tmp_path):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"direction": "better"}, "direction must be greater or less, got 'better'"),
-        ({"alpha": 0}, "alpha must lie strictly between 0 and 1, got 0"),
-        ({"alpha": 1.5}, "alpha must lie strictly between 0 and 1, got 1.5"),
-        ({"test": "wilcoxon"}, "test must be one of"),
-        ({"colour": "red"}, "unknown key(s) ['colour']"),
-        ({"system": ""}, "'system' must be a non-empty string"),
-        ({"published": {"system": "high"}}, "'published' maps system and/or baseline"),
+        ({"direction": "better"}, "direction: 'better' is not one of ['greater', 'less']"),
+        ({"alpha": 0}, "alpha: 0 is less than or equal to the minimum of 0"),
+        ({"alpha": 1.5}, "alpha: 1.5 is greater than or equal to the maximum of 1"),
+        ({"test": "wilcoxon"}, "test: 'wilcoxon' is not one of"),
+        ({"colour": "red"}, "('colour' was unexpected)"),
+        ({"system": ""}, "system: '' should be non-empty"),
+        ({"published": {"system": "high"}}, "published.system: 'high' is not of type 'number'"),
+        ({"kind": "better"}, "kind: 'better' is not one of ['superiority', 'non-inferiority'"),
+        ({"kind": "non-inferiority"}, "'margin' is a required property"),
+        ({"kind": "equivalence", "margin": -0.01}, "margin: -0.01 is less than or equal to"),
+        ({"kind": "non-superiority", "margin": float("nan")}, "margin: must be a finite number"),
+        ({"kind": "non-inferiority", "margin": float("inf")}, "margin: must be a finite number"),
+        ({"margin": 0.01}, "margin: a superiority claim has no margin"),
+        (
+            {"kind": "equivalence", "margin": 0.01, "direction": "less"},
+            "direction: an equivalence claim has no direction",
+        ),
+        (
+            {"kind": "non-inferiority", "margin": 0.01, "test": "randomization"},
+            "test: the margin kinds are tested with one-sided t-tests",
+        ),
+        ({"paper_test": 3}, "paper_test: 3 is not of type 'string', 'null'"),
+        ({"table": "elsewhere"}, "table: 'elsewhere' has no entry in 'setups'"),
+        ({"comparability": "close enough"}, "comparability: 'close enough' is not one of"),
     ],
 )
 def test_a_malformed_claim_is_one_line_naming_file_and_claim(tmp_path, change, message):
@@ -196,7 +223,7 @@ def test_a_malformed_claim_is_one_line_naming_file_and_claim(tmp_path, change, m
 def test_a_claim_naming_what_the_configuration_lacks_is_refused(tmp_path, change, message):
     path = _claims_file(tmp_path, [_claim(**change)])
     with pytest.raises(ConfigError) as error:
-        check_claims(load_claims(path), {"t": TABLE})
+        check_claims(load_claims(path), {"tables": {"t": TABLE}})
     assert str(error.value).startswith(f"{path}: claim a-beats-b: ") and message in str(error.value)
 
 
@@ -213,13 +240,22 @@ def test_the_configured_claims_name_rows_and_columns_the_default_tables_have():
     validate_config(
         config, REPO / "workflow" / "schemas" / "config.schema.yaml", require_pins=False
     )
-    papers = claims_by_paper(config["claims"], config["tables"])
+    papers = claims_by_paper(config["claims"], config)
     assert sorted(papers) == ["000", "001", "002", "003", "004"]
     assert all(claim.table in config["tables"] or claim.configuration
                for paper in papers.values() for claim in paper.claims)  # fmt: skip
 
 
-def test_files_are_written_whole_and_the_cli_prints_them(tmp_path, capsys):
+STAND_IN = {
+    "label": "a scaled-down stand-in", "why": "searches a sample of c", "collection": "c",
+    "topics": "q", "qrels": "q", "system": "A on a small model", "baseline": "B as is",
+    "paper": "the paper's collection c", "differences": {"sample": "searches a sample of c"},
+    "searches_corpus": True,
+    "share": {"documents": 40, "relevant": 30, "held": 6, "level": 1},
+}  # fmt: skip
+
+
+def test_files_are_written_whole_and_every_view_labels_a_stand_in(tmp_path, capsys):
     system, baseline = _scores(9, 20, 0.1)
     path = _claims_file(tmp_path, [_claim()], title="A paper")
     table = tmp_path / "t.per_query.tsv"
@@ -235,22 +271,54 @@ def test_files_are_written_whole_and_the_cli_prints_them(tmp_path, capsys):
         ",A,nDCG@10,0.5,,,0.6,,false\n,B,nDCG@10,0.4,,,0.4,,true\n",
         encoding="utf-8",
     )
-    verdicts, reproductions = claims_module.judge_files(path, {"t": (table, csv)})
+    verdicts, reproductions = claims_module.judge_files(
+        path, {"t": (table, csv)}, setups={"a-beats-b": STAND_IN}
+    )
     assert reproductions == []
     assert verdicts[0].paper_effect == pytest.approx(0.2)
+    assert verdicts[0].finding == "supported on this stand-in"
     results = tmp_path / "results"
     write_verdicts(path, verdicts, results / "claims/paper009.json", results / "claims/paper009.md")
     document = json.loads((results / "claims/paper009.json").read_text())
-    assert document["verdicts"][0]["verdict"] == SUPPORTED
-    assert "| a-beats-b | supported |" in (results / "claims/paper009.md").read_text()
+    saved = document["verdicts"][0]
+    assert (saved["verdict"], saved["kind"], saved["comparability"]) == (
+        SUPPORTED,
+        "superiority",
+        "a scaled-down stand-in",
+    )
+    assert saved["setup"]["system"] == "A on a small model" and saved["margin"] is None
+    page = (results / "claims/paper009.md").read_text()
+    assert page.startswith("# Paper 009: claims (A paper)\n\n## Summary\n")
+    assert "| a scaled-down stand-in | 1 | 0 | 0 | 0 | 0 |" in page
+    assert "| a-beats-b | superiority | supported on this stand-in | stand-in |" in page
+    assert (
+        "holding 6 of the 30 documents judged relevant (grade ≥ 1) for these topics (20.0%)" in page
+    )
+    assert "  - system here: A on a small model" in page
     assert main(["claims", "--results", str(results)]) == 0
     text = capsys.readouterr().out
-    assert text.startswith("Paper 009: A paper") and "a-beats-b" in text and "supported" in text
+    assert text.startswith("Paper 009: A paper") and "a scaled-down stand-in: 1 supported" in text
+    row = next(line for line in text.splitlines() if line.lstrip().startswith("a-beats-b"))
+    assert "supported on this stand-in" in row and "stand-in" in row.split("on this stand-in")[1]
     assert main(["claims", "--results", str(results), "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)[0]["paper"] == "009"
+    printed = json.loads(capsys.readouterr().out)[0]
+    assert printed["paper"] == "009"
+    assert printed["verdicts"][0]["comparability"] == "a scaled-down stand-in"
+    assert printed["verdicts"][0]["setup"]["why"] == "searches a sample of c"
     assert main(["claims", "--results", str(tmp_path / "none")]) == 1
     assert "no judged claims" in capsys.readouterr().err
-    assert not math.isnan(document["verdicts"][0]["effect"])
+    assert not math.isnan(saved["effect"])
+
+
+def test_a_verdict_without_a_setup_says_so_in_its_words(tmp_path):
+    system, baseline = _scores(9, 20, 0.1)
+    assert _judge(tmp_path, system, baseline).finding == "supported (setup not described)"
+    other = {**STAND_IN, "label": "a different collection"}
+    assert _judge(tmp_path, system, baseline, setup=other).finding == (
+        "supported on a different collection"
+    )
+    paper = {**STAND_IN, "label": "the paper's setup"}
+    assert _judge(tmp_path, system, baseline, setup=paper).finding == "supported"
 
 
 def test_rmse_kendall_tau_and_rbo_follow_their_definitions():
@@ -301,9 +369,9 @@ def test_a_reproduction_compares_two_run_files_and_is_refused_without_them(tmp_p
     with pytest.raises(ConfigError, match="reproduction r: original 'A' has no run file"):
         reproduction_runs(loaded, {"t": crossval}, str(path))
     refused = [
-        ({"depth": 0}, "depth must be a positive integer"),
-        ({"persistence": 1}, "persistence must lie strictly between 0 and 1"),
-        ({"original": ""}, "'original' must be a non-empty string"),
+        ({"depth": 0}, "reproduction r: depth: 0 is less than the minimum of 1"),
+        ({"persistence": 1}, "persistence: 1 is greater than or equal to the maximum of 1"),
+        ({"original": ""}, "original: '' should be non-empty"),
     ]
     for change, message in refused:
         entries = [{**reproduction, **change}]

@@ -27,7 +27,7 @@ def plan() -> Plan:
     validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
     expected = load_expected([REPO / path for path in config["expected"]])
     fill_published(config, expected)
-    claims = claims_by_paper([REPO / path for path in config["claims"]], config["tables"])
+    claims = claims_by_paper([REPO / path for path in config["claims"]], config)
     manifest = load_manifest(REPO / config["manifest"])
     return Plan(copy.deepcopy(config), manifest, expected, claims, Path("/mirror"))
 

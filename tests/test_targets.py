@@ -40,7 +40,7 @@ def _plan(config: dict) -> Plan:
     validate_config(config, SCHEMA)
     expected = load_expected([REPO / path for path in config["expected"]])
     fill_published(config, expected)
-    claims = claims_by_paper([REPO / path for path in config["claims"]], config["tables"])
+    claims = claims_by_paper([REPO / path for path in config["claims"]], config)
     return Plan(config, {}, expected, claims, None)
 
 

@@ -1,52 +1,35 @@
-"""A paper's claims file (``expected/claims/paperNNN.yaml``): its claims, each two rows of one
-table in one column with a claimed direction, and its reproductions, the authors' runs beside
-this workflow's. Read and checked against the configured tables when the DAG is built, so a
-claim naming a row or column a table lacks fails before anything runs; :mod:`hybrid_ir.claims`
-judges them."""
+"""A paper's claims file (``expected/claims/paperNNN.yaml``, its structure in
+``workflow/schemas/claims.schema.yaml``): its claims, each two rows of one table in one column
+tested as the kind of statement the paper makes; the paper's setup of each table they compare;
+and its reproductions, the authors' runs beside this workflow's. Read and checked against the
+configured tables when the DAG is built, so a claim naming a row or column a table lacks fails
+before anything runs; :mod:`hybrid_ir.claims` judges them."""
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hybrid_ir.errors import ConfigError
+from hybrid_ir.errors import ConfigError, cut
 from hybrid_ir.formats import parse_yaml, read_document
-from hybrid_ir.reproducibility import (
-    RBO_PERSISTENCE,
-)
+from hybrid_ir.reproducibility import RBO_PERSISTENCE
 from hybrid_ir.table_spec import column_key, row_sources, table_groups
 
-DIRECTIONS = ("greater", "less")
+KINDS = ("superiority", "non-inferiority", "equivalence", "non-superiority")
+"""What a claim says of its two rows: the system beats the baseline; is no worse than it by more
+than a margin; differs from it by less than the margin either way; beats it by no more than
+the margin ("does not help")."""
+MARGIN_KINDS = KINDS[1:]
 
+LABELS = ("the paper's setup", "a scaled-down stand-in", "a different collection")
+"""How this configuration's rows compare with the paper's: the paper's collection and models;
+the paper's collection sampled or searched by smaller, shorter-trained models; another
+collection."""
 
-TESTS = ("t-test", "randomization")
-
-
-CORRECTIONS = ("holm", "none")
-
-
-_CLAIM_KEYS = {
-    "id", "claim", "where", "table", "column", "system", "baseline", "direction", "test",
-    "alpha", "paper_rows", "published", "configuration", "note",
-}  # fmt: skip
-
-
-_FILE_KEYS = {"paper", "title", "alpha", "test", "correction", "claims", "reproductions"}
-
-
-_REPRODUCTION_KEYS = {
-    "id",
-    "what",
-    "where",
-    "table",
-    "column",
-    "original",
-    "reproduced",
-    "depth",
-    "persistence",
-}
-
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "claims.schema.yaml"
 
 DEPTH = 10
 """How many documents of each run Kendall's tau and RBO compare per topic by default."""
@@ -63,13 +46,28 @@ class Claim:
     column: str
     system: str
     baseline: str
+    paper_test: str | None
+    kind: str = "superiority"
     direction: str = "greater"
+    margin: float | None = None
     test: str = "t-test"
     alpha: float = 0.05
+    quote: str | None = None
+    comparability: str | None = None
     paper_rows: Mapping[str, str] = field(default_factory=dict)
     published: Mapping[str, float] = field(default_factory=dict)
     configuration: str | None = None
     note: str | None = None
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What the paper ran for one table: the workflow's collections the paper searched (none:
+    no counterpart here), the model ids of its neural rows, and the setup in words."""
+
+    collections: tuple[str, ...]
+    described: str
+    backbones: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,8 +89,9 @@ class Reproduction:
 
 @dataclass(frozen=True)
 class PaperClaims:
-    """A paper's claims file: its claims and how their p-values are corrected together, and
-    its original runs beside their reproductions."""
+    """A paper's claims file: its claims and how their p-values are corrected together, the
+    paper's setup of each table they compare, and its original runs beside their
+    reproductions."""
 
     paper: str
     title: str
@@ -100,11 +99,43 @@ class PaperClaims:
     claims: tuple[Claim, ...]
     source: str
     reproductions: tuple[Reproduction, ...] = ()
+    setups: Mapping[str, Setup] = field(default_factory=dict)
+
+
+@functools.cache
+def _schema() -> dict:
+    return parse_yaml(SCHEMA.read_text(encoding="utf-8"), SCHEMA)
+
+
+def _schema_problem(path: Path, data: Mapping) -> str | None:
+    """The first problem the claims schema finds, as one line naming the claim and the key."""
+    import jsonschema
+
+    errors = sorted(
+        jsonschema.Draft202012Validator(_schema()).iter_errors(data),
+        key=lambda error: [str(part) for part in error.absolute_path],
+    )
+    if not errors:
+        return None
+    error = errors[0]
+    where = list(error.absolute_path)
+    message = error.message
+    if error.validator in ("not", "const"):
+        message = error.schema.get("description", message)
+    if where[:1] in (["claims"], ["reproductions"]) and len(where) > 1:
+        entry = data[where[0]][where[1]]
+        name = entry.get("id") if isinstance(entry, dict) else None
+        kind = "claim" if where[0] == "claims" else "reproduction"
+        label = f"{kind} {name if isinstance(name, str) else f'#{int(where[1]) + 1}'}"
+        key = ".".join(str(part) for part in where[2:])
+        return f"{path}: {label}: {key + ': ' if key else ''}{cut(message)}"
+    key = ".".join(str(part) for part in where) or "(top level)"
+    return f"{path}: {key}: {cut(message)}"
 
 
 def load_claims(path: str | Path) -> PaperClaims:
-    """Read and check one claims file (the structure only: :func:`check_claims` checks the
-    tables, rows and columns against a configuration)."""
+    """Read and check one claims file against its schema (the structure only:
+    :func:`check_claims` checks the tables, rows and columns against a configuration)."""
     import yaml
 
     path = Path(path)
@@ -114,97 +145,49 @@ def load_claims(path: str | Path) -> PaperClaims:
         raise ConfigError(f"{path}: cannot read the claims file: {error}") from error
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a claims file is a mapping with 'paper' and 'claims'")
-    unknown = sorted(set(data) - _FILE_KEYS)
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {unknown}; known: {sorted(_FILE_KEYS)}")
-    for key in ("paper", "claims"):
-        if key not in data:
-            raise ConfigError(f"{path}: '{key}' is missing")
-    correction = data.get("correction", "holm")
-    if correction not in CORRECTIONS:
-        raise ConfigError(
-            f"{path}: correction must be one of {list(CORRECTIONS)}, got {correction!r}"
-        )
+    problem = _schema_problem(path, data)
+    if problem:
+        raise ConfigError(problem)
     defaults = {key: data[key] for key in ("alpha", "test") if key in data}
+    setups = {
+        table: Setup(
+            tuple(entry["collections"]), entry["described"], tuple(entry.get("backbones", ()))
+        )
+        for table, entry in (data.get("setups") or {}).items()
+    }
     claims, seen = [], set()
-    for position, entry in enumerate(data["claims"] or [], start=1):
-        claim = _claim(path, position, {**defaults, **(entry or {})})
+    for entry in data["claims"] or []:
+        if entry.get("kind", "superiority") in MARGIN_KINDS:
+            entry = {**defaults, **entry, "test": "t-test"}
+        else:
+            entry = {**defaults, **entry}
+        claim = Claim(**{**entry, "alpha": float(entry.get("alpha", 0.05))})
+        if claim.margin is not None and not math.isfinite(claim.margin):
+            raise ConfigError(
+                f"{path}: claim {claim.id}: margin: must be a finite number, got {claim.margin}"
+            )
         if claim.id in seen:
             raise ConfigError(f"{path}: claim id {claim.id!r} appears twice")
+        if claim.table not in setups:
+            raise ConfigError(
+                f"{path}: claim {claim.id}: table: {claim.table!r} has no entry in 'setups' "
+                "(what the paper ran for it: collection, backbones, described)"
+            )
         seen.add(claim.id)
         claims.append(claim)
     reproductions = [
-        _reproduction(path, position, entry or {})
-        for position, entry in enumerate(data.get("reproductions") or [], start=1)
+        Reproduction(**{**entry, "persistence": float(entry.get("persistence", RBO_PERSISTENCE))})
+        for entry in data.get("reproductions") or []
     ]
     return PaperClaims(
-        str(data["paper"]),
+        data["paper"],
         str(data.get("title", "")),
-        correction,
+        data.get("correction", "holm"),
         tuple(claims),
         str(path),
         tuple(reproductions),
+        setups,
     )
-
-
-def _reproduction(path: Path, position: int, entry: Mapping) -> Reproduction:
-    name = f"{path}: reproduction {entry.get('id', f'#{position}')!s}"
-    _check_keys(
-        name,
-        entry,
-        _REPRODUCTION_KEYS,
-        ("id", "what", "where", "table", "column", "original", "reproduced"),
-    )
-    depth = entry.get("depth", DEPTH)
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise ConfigError(f"{name}: depth must be a positive integer, got {depth!r}")
-    persistence = entry.get("persistence", RBO_PERSISTENCE)
-    if (
-        isinstance(persistence, bool)
-        or not isinstance(persistence, int | float)
-        or not (0 < persistence < 1)
-    ):
-        raise ConfigError(
-            f"{name}: persistence must lie strictly between 0 and 1, got {persistence!r}"
-        )
-    return Reproduction(**{**entry, "persistence": float(persistence)})
-
-
-def _check_keys(name: str, entry: Mapping, known: set[str], required: Sequence[str]) -> None:
-    """An entry's keys are among ``known`` and each ``required`` one is a non-empty string."""
-    unknown = sorted(set(entry) - known)
-    if unknown:
-        raise ConfigError(f"{name}: unknown key(s) {unknown}; known: {sorted(known)}")
-    for key in required:
-        if not isinstance(entry.get(key), str) or not entry[key]:
-            raise ConfigError(f"{name}: '{key}' must be a non-empty string")
-
-
-def _claim(path: Path, position: int, entry: Mapping) -> Claim:
-    name = f"{path}: claim {entry.get('id', f'#{position}')!s}"
-    _check_keys(
-        name, entry, _CLAIM_KEYS, ("id", "claim", "where", "table", "column", "system", "baseline")
-    )
-    direction = entry.get("direction", "greater")
-    if direction not in DIRECTIONS:
-        raise ConfigError(f"{name}: direction must be greater or less, got {direction!r}")
-    test = entry.get("test", "t-test")
-    if test not in TESTS:
-        raise ConfigError(f"{name}: test must be one of {list(TESTS)}, got {test!r}")
-    alpha = entry.get("alpha", 0.05)
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
-        raise ConfigError(f"{name}: alpha must lie strictly between 0 and 1, got {alpha!r}")
-    for key, allowed in (("paper_rows", str), ("published", int | float)):
-        value = entry.get(key, {})
-        if (
-            not isinstance(value, dict)
-            or set(value) - {"system", "baseline"}
-            or any(
-                isinstance(item, bool) or not isinstance(item, allowed) for item in value.values()
-            )
-        ):
-            raise ConfigError(f"{name}: '{key}' maps system and/or baseline to a value")
-    return Claim(**{**entry, "alpha": float(alpha), "direction": direction, "test": test})
 
 
 def table_layout(spec: Mapping) -> tuple[set[str], set[str], set[str]]:
@@ -222,10 +205,15 @@ def table_layout(spec: Mapping) -> tuple[set[str], set[str], set[str]]:
     return labels, computed, columns
 
 
-def check_claims(claims: PaperClaims, tables: Mapping[str, Mapping]) -> None:
+def check_claims(claims: PaperClaims, config: Mapping) -> None:
     """Refuse a claim whose table, rows or column the configuration's ``tables`` do not
-    produce, naming the file, the claim id and the key; a claim whose table is not configured
-    passes only when it names the ``configuration`` that builds it."""
+    produce, or whose stated ``comparability`` is not the label the configuration gives it,
+    naming the file, the claim id and the key; a claim whose table is not configured passes
+    only when it names the ``configuration`` that builds it."""
+    # Imported here: claim_setup imports this module.
+    from hybrid_ir.claim_setup import check_comparability
+
+    tables = config["tables"]
     for claim in claims.claims:
         name = f"{claims.source}: claim {claim.id}"
         if claim.table not in tables:
@@ -251,6 +239,7 @@ def check_claims(claims: PaperClaims, tables: Mapping[str, Mapping]) -> None:
                 f"{name}: column {claim.column!r} is not a column of table {claim.table} "
                 f"(its columns: {sorted(columns)})"
             )
+        check_comparability(config, claims.source, claim, claims.setups[claim.table])
     for reproduction in claims.reproductions:
         reproduction_runs(reproduction, tables, claims.source)
 
@@ -299,9 +288,9 @@ def reproduction_runs(
     return found
 
 
-def claims_by_paper(paths: Sequence[str | Path], tables: Mapping[str, Mapping]) -> dict:
-    """Each configured claims file, loaded and checked against the configuration's tables,
-    by its paper's three digits."""
+def claims_by_paper(paths: Sequence[str | Path], config: Mapping) -> dict:
+    """Each configured claims file, loaded and checked against the configuration, by its
+    paper's three digits."""
     papers: dict[str, PaperClaims] = {}
     for path in paths:
         claims = load_claims(path)
@@ -309,6 +298,6 @@ def claims_by_paper(paths: Sequence[str | Path], tables: Mapping[str, Mapping]) 
             raise ConfigError(
                 f"{path}: paper {claims.paper} already has claims in {papers[claims.paper].source}"
             )
-        check_claims(claims, tables)
+        check_claims(claims, config)
         papers[claims.paper] = claims
     return papers

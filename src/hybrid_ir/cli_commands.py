@@ -156,7 +156,7 @@ def config_command(args: argparse.Namespace) -> None:
 def targets_command(args: argparse.Namespace) -> None:
     config, layers = _validated_config(args)
     try:
-        claims = claims_by_paper(config["claims"], config["tables"])
+        claims = claims_by_paper(config["claims"], config)
         plan = Plan(config, {}, [], claims, None, layers)
         outputs, deferred = plan.named_outputs(), plan.deferred_tables()
         plan.target_rules()  # two outputs' target rules may clash

@@ -501,7 +501,7 @@ def _check_claims(config: dict) -> None:
     """Every claim's table, rows and column against the tables configured (the claims files
     name themselves in their errors)."""
 
-    claims_by_paper(config["claims"], config["tables"])
+    claims_by_paper(config["claims"], config)
 
 
 def _measure_lists(node: object, path: str) -> Iterator[tuple[str, list]]:

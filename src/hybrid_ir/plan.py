@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 from hybrid_ir import paths
 from hybrid_ir import targets as by_name
 from hybrid_ir.checks import checks_from_expected, evaluation_pairs, load_expected
+from hybrid_ir.claim_setup import judged_setups
 from hybrid_ir.claims_file import PaperClaims, claims_by_paper, reproduction_runs
 from hybrid_ir.config import validate_config
 from hybrid_ir.config_checks import config_warnings
@@ -71,7 +72,7 @@ def load_plan(
         validate_config(config, schema, source="config")
         expected = load_expected(config["expected"])
         fill_published(config, expected)
-        claims = claims_by_paper(config["claims"], config["tables"])
+        claims = claims_by_paper(config["claims"], config)
     except ConfigError as error:  # named by the file that sets the key, where one does
         raise attributed(error, layers) from None
     hub_models = {
@@ -95,17 +96,17 @@ class Plan(RuleParams):
     """The rule-facing view of one validated configuration."""
 
     RULE_FACING = (
-        "manifest_entry", "raw_file", "sources_of", "converted_outputs", "external_run",
-        "run_path", "run_names", "fusion_inputs", "askme_indexes", "retriever_inputs",
-        "bm25_evaluations", "expected_artifacts", "structure_names", "structure_shards",
-        "structure_query_inputs", "crossval_inputs", "sweep_inputs", "table_sources",
-        "parameter_table_inputs", "figure_inputs", "figures_of_kind", "claims_inputs",
-        "table_claims", "pretok_inputs", "pretok_outputs", "backbone_input", "snapshot_dirs",
-        "backbone_source", "all_targets", "table_outputs", "parameter_table_outputs",
-        "bm25_table_outputs", "claims_outputs", "crossval_outputs", "bm25_search_params",
-        "retriever_params", "import_params", "fusion_params", "crossval_params", "sweep_params",
-        "table_params", "parameter_table_params", "bm25_table_params", "target_rules",
-        "unknown_results", "unknown_result", "unknown_targets", "unknown_target",
+        "manifest_entry", "raw_file", "sources_of", "converted_outputs", "external_run", "run_path",
+        "run_names", "fusion_inputs", "askme_indexes", "retriever_inputs", "bm25_evaluations",
+        "expected_artifacts", "structure_names", "structure_shards", "structure_query_inputs",
+        "crossval_inputs", "sweep_inputs", "table_sources", "parameter_table_inputs",
+        "figure_inputs", "figures_of_kind", "claims_inputs", "claims_setups", "table_claims",
+        "pretok_inputs", "pretok_outputs", "backbone_input", "snapshot_dirs", "backbone_source",
+        "all_targets", "table_outputs", "parameter_table_outputs", "bm25_table_outputs",
+        "claims_outputs", "crossval_outputs", "bm25_search_params", "retriever_params",
+        "import_params", "fusion_params", "crossval_params", "sweep_params", "table_params",
+        "parameter_table_params", "bm25_table_params", "target_rules", "unknown_results",
+        "unknown_result", "unknown_targets", "unknown_target",
     )  # fmt: skip
     """The methods the rule files call by these names (workflow/rules/common.smk)."""
 
@@ -422,7 +423,17 @@ class Plan(RuleParams):
             runs = reproduction_runs(reproduction, tables, claims.source)
             for role, (collection, topics, run) in runs.items():
                 inputs[f"{role}_{reproduction.id}"] = paths.run(collection, topics, run)
+        for setup in self.claims_setups(paper).values():
+            if "share" in setup:
+                collection = setup["collection"]
+                corpus, qrels = setup["share"]["corpus"], setup["share"]["qrels"]
+                inputs[corpus] = paths.corpus(collection)
+                inputs[qrels] = paths.qrels(collection, setup["share"]["qrels_name"])
         return inputs
+
+    def claims_setups(self, paper: str) -> dict[str, dict]:
+        """Each claim's setup here beside the paper's (:func:`judged_setups`)."""
+        return judged_setups(self.config, self.claims[paper])
 
     # --- the math models ---------------------------------------------------------------------
 

@@ -156,6 +156,7 @@ rule claims:
     resources:
         **rule_resources("claims"),
     params:
+        setups=lambda w: claims_setups(w.paper),
         code=code_version("claims"),
     script:
         "../scripts/claims.py"

@@ -1,6 +1,7 @@
 """Snakemake adapter: a paper's claims judged on the per-topic scores of the tables they
 compare (JSON, Markdown and the report's page)."""
 
+from hybrid_ir.claim_setup import with_relevant_shares
 from hybrid_ir.claims import judge_files, write_verdicts
 from hybrid_ir.formats import atomic_output
 from hybrid_ir.logged import run_step
@@ -19,7 +20,8 @@ def main():
         role, _, reproduction = key.partition("_")
         if role in ("original", "reproduced"):
             runs.setdefault(reproduction, {})[role] = path
-    verdicts, reproductions = judge_files(inputs["claims"], tables, runs)
+    setups = with_relevant_shares(snakemake.params.setups, inputs)
+    verdicts, reproductions = judge_files(inputs["claims"], tables, runs, setups)
     write_verdicts(
         inputs["claims"],
         verdicts,
