@@ -13,6 +13,7 @@ import yaml
 from scipy.stats import ttest_rel
 
 from hybrid_ir import claims as claims_module
+from hybrid_ir.claim_setup import claims_by_paper
 from hybrid_ir.claims import (
     CONTRADICTED,
     INCONCLUSIVE,
@@ -22,7 +23,7 @@ from hybrid_ir.claims import (
     paired_effect,
     write_verdicts,
 )
-from hybrid_ir.claims_file import check_claims, claims_by_paper, load_claims
+from hybrid_ir.claims_file import check_claims, load_claims
 from hybrid_ir.cli import main
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.reproducibility import delta_ri, effect_ratio

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from hybrid_ir.checks import load_expected
-from hybrid_ir.claims_file import claims_by_paper
+from hybrid_ir.claim_setup import claims_by_paper
 from hybrid_ir.config import validate_config
 from hybrid_ir.config_published import fill_published
 from hybrid_ir.errors import ConfigError

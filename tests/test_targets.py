@@ -15,7 +15,7 @@ import yaml
 from toy_workflow import SNAKEMAKE, make_toy, snakemake
 
 from hybrid_ir.checks import load_expected
-from hybrid_ir.claims_file import claims_by_paper
+from hybrid_ir.claim_setup import claims_by_paper
 from hybrid_ir.cli import main
 from hybrid_ir.config import validate_config
 from hybrid_ir.config_published import fill_published

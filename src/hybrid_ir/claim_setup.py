@@ -21,11 +21,11 @@ files when the claims are judged (:func:`relevant_share`), not from the configur
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hybrid_ir.claims_file import LABELS, Claim, PaperClaims, Setup
+from hybrid_ir.claims_file import LABELS, Claim, PaperClaims, Setup, check_claims, load_claims
 from hybrid_ir.config_settings import math_model_runs
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.formats import read_qrels
@@ -225,6 +225,24 @@ def settle(differences: Mapping[str, str], searches: bool, collection: str) -> t
     if searches:
         return PAPER_SETUP, f"searches {collection} with the paper's models"
     return PAPER_SETUP, f"scores the authors' own run files on {collection}'s judgments"
+
+
+def claims_by_paper(paths: Sequence[str | Path], config: Mapping) -> dict[str, PaperClaims]:
+    """Each configured claims file, loaded and checked against the configuration (its tables,
+    rows and columns, and each stated comparability), by its paper's three digits."""
+    papers: dict[str, PaperClaims] = {}
+    for path in paths:
+        claims = load_claims(path)
+        if claims.paper in papers:
+            raise ConfigError(
+                f"{path}: paper {claims.paper} already has claims in {papers[claims.paper].source}"
+            )
+        check_claims(claims, config)
+        for claim in claims.claims:
+            if claim.table in config["tables"]:
+                check_comparability(config, claims.source, claim, claims.setups[claim.table])
+        papers[claims.paper] = claims
+    return papers
 
 
 def check_comparability(config: Mapping, source: str, claim: Claim, paper: Setup) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -207,12 +207,8 @@ def table_layout(spec: Mapping) -> tuple[set[str], set[str], set[str]]:
 
 def check_claims(claims: PaperClaims, config: Mapping) -> None:
     """Refuse a claim whose table, rows or column the configuration's ``tables`` do not
-    produce, or whose stated ``comparability`` is not the label the configuration gives it,
-    naming the file, the claim id and the key; a claim whose table is not configured passes
-    only when it names the ``configuration`` that builds it."""
-    # Imported here: claim_setup imports this module.
-    from hybrid_ir.claim_setup import check_comparability
-
+    produce, naming the file, the claim id and the key; a claim whose table is not configured
+    passes only when it names the ``configuration`` that builds it."""
     tables = config["tables"]
     for claim in claims.claims:
         name = f"{claims.source}: claim {claim.id}"
@@ -239,7 +235,6 @@ def check_claims(claims: PaperClaims, config: Mapping) -> None:
                 f"{name}: column {claim.column!r} is not a column of table {claim.table} "
                 f"(its columns: {sorted(columns)})"
             )
-        check_comparability(config, claims.source, claim, claims.setups[claim.table])
     for reproduction in claims.reproductions:
         reproduction_runs(reproduction, tables, claims.source)
 
@@ -286,18 +281,3 @@ def reproduction_runs(
             )
         found[key] = (group["collection"], group["topics"], run)
     return found
-
-
-def claims_by_paper(paths: Sequence[str | Path], config: Mapping) -> dict:
-    """Each configured claims file, loaded and checked against the configuration, by its
-    paper's three digits."""
-    papers: dict[str, PaperClaims] = {}
-    for path in paths:
-        claims = load_claims(path)
-        if claims.paper in papers:
-            raise ConfigError(
-                f"{path}: paper {claims.paper} already has claims in {papers[claims.paper].source}"
-            )
-        check_claims(claims, config)
-        papers[claims.paper] = claims
-    return papers

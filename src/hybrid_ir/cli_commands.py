@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hybrid_ir import paths
 from hybrid_ir.checks import assert_all_passed
-from hybrid_ir.claims_file import claims_by_paper
+from hybrid_ir.claim_setup import claims_by_paper
 from hybrid_ir.claims_report import print_claims
 from hybrid_ir.collections import convert, reader_options, source_problems
 from hybrid_ir.compare import RENDERERS, compare_runs

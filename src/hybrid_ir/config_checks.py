@@ -10,7 +10,7 @@ from math import isfinite
 from typing import Any
 
 from hybrid_ir.checks import topic_sets
-from hybrid_ir.claims_file import claims_by_paper
+from hybrid_ir.claim_setup import claims_by_paper
 from hybrid_ir.collections import reader_options, source_problems
 from hybrid_ir.config_settings import (
     TRAINING_LENGTHS,

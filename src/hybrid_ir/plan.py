@@ -20,8 +20,8 @@ from typing import Any, NoReturn
 from hybrid_ir import paths
 from hybrid_ir import targets as by_name
 from hybrid_ir.checks import checks_from_expected, evaluation_pairs, load_expected
-from hybrid_ir.claim_setup import judged_setups
-from hybrid_ir.claims_file import PaperClaims, claims_by_paper, reproduction_runs
+from hybrid_ir.claim_setup import claims_by_paper, judged_setups
+from hybrid_ir.claims_file import PaperClaims, reproduction_runs
 from hybrid_ir.config import validate_config
 from hybrid_ir.config_checks import config_warnings
 from hybrid_ir.config_layers import config_layers, resolve_overrides
