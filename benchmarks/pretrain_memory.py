@@ -100,7 +100,7 @@ def generate(path: Path, answers: int) -> dict:
 
 
 def _settings(pairs: str, batch_size: int, max_length: int):
-    from hybrid_ir.neural.pretrain import PretrainSettings
+    from hybrid_ir.neural.pretrain_settings import PretrainSettings
 
     return PretrainSettings(
         steps=1, batch_size=batch_size, lr=1e-4, max_length=max_length, seed=SEED, pairs=pairs

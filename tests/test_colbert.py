@@ -640,7 +640,7 @@ def test_search_candidates_are_bounded(first, queries, extensions_dir):
 
 
 def test_search_bounds_must_be_positive(tmp_path):
-    from hybrid_ir.neural.encoders import check_colbert_search_bounds
+    from hybrid_ir.neural.colbert import check_colbert_search_bounds
 
     check_colbert_search_bounds(None, None)
     check_colbert_search_bounds(1, 4)

@@ -21,7 +21,6 @@ from hybrid_ir.errors import ConfigError, HybridIRError
 from hybrid_ir.neural.models import add_math_tokens, load_tokenizer, tokenizations_match
 from hybrid_ir.neural.pretrain import (
     IGNORE,
-    PretrainSettings,
     _micro_batches,
     _Order,
     mask_tokens,
@@ -35,6 +34,7 @@ from hybrid_ir.neural.pretrain_data import (
     prepare_data,
     sentences,
 )
+from hybrid_ir.neural.pretrain_settings import PretrainSettings
 
 DOCS = [
     [f"let x be {w} number." for w in ("prime", "the", "a")],

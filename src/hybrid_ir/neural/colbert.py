@@ -100,7 +100,6 @@ from hybrid_ir.neural.colbert_compat import (
 )
 from hybrid_ir.neural.devices import autocast
 from hybrid_ir.neural.distributed import accumulation_steps
-from hybrid_ir.neural.encoders import COLBERT_KEY, check_colbert_search_bounds
 from hybrid_ir.neural.models import directory_size, resize_embeddings, seed_everything
 from hybrid_ir.neural.triplets import read_triplets
 from hybrid_ir.runs import Run as RunDict
@@ -121,6 +120,22 @@ SEARCH_DOCS_FLOOR = 4096
 filter, a quarter of them are scored with full (decompressed) embeddings."""
 CHECKPOINT_EVERY = 1000
 """Training steps between two checkpoints under a workdir (the last two are kept)."""
+
+
+COLBERT_KEY = "math_models.colbert"
+
+
+def check_colbert_search_bounds(
+    ncells: int | None, ndocs: int | None, key: str = COLBERT_KEY
+) -> None:
+    """ColBERT search's candidate bounds (None: colbert's search of every cell, see
+    :func:`hybrid_ir.neural.colbert.search_colbert`); ``key`` is the settings entry."""
+    for name, value in (("ncells", ncells), ("ndocs", ndocs)):
+        if value is not None and value < 1:
+            raise ConfigError(
+                f"config: {key}.{name}: must be >= 1 (or unset for colbert's unbounded "
+                f"search), got {value!r}"
+            )
 
 
 def _absolute(path: Path) -> str:

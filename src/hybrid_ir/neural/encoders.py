@@ -173,22 +173,6 @@ def _rerank_dpr(
     )
 
 
-COLBERT_KEY = "math_models.colbert"
-
-
-def check_colbert_search_bounds(
-    ncells: int | None, ndocs: int | None, key: str = COLBERT_KEY
-) -> None:
-    """ColBERT search's candidate bounds (None: colbert's search of every cell, see
-    :func:`hybrid_ir.neural.colbert.search_colbert`); ``key`` is the settings entry."""
-    for name, value in (("ncells", ncells), ("ndocs", ndocs)):
-        if value is not None and value < 1:
-            raise ConfigError(
-                f"config: {key}.{name}: must be >= 1 (or unset for colbert's unbounded "
-                f"search), got {value!r}"
-            )
-
-
 def _train_colbert(source: str, triplets: Path, output: Path, entry: Settings, job: Job) -> dict:
     from hybrid_ir.neural.colbert import CHECKPOINT_EVERY, train_colbert
 

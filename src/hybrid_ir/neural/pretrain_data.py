@@ -29,7 +29,7 @@ from hybrid_ir.formats import atomic_directory, read_records
 IS_NEXT, NOT_NEXT = 0, 1  # transformers' next_sentence_label convention
 
 if TYPE_CHECKING:
-    from hybrid_ir.neural.pretrain import PretrainSettings
+    from hybrid_ir.neural.pretrain_settings import PretrainSettings
 
 logger = logging.getLogger(__name__)
 
