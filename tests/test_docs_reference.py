@@ -14,7 +14,9 @@ import pytest
 from hybrid_ir import docs_reference, evaluate, figure_kinds, output_kinds, paths, run_origins
 from hybrid_ir.cli import build_parser
 from hybrid_ir.docs_reference import (
+    CLAIMS_SCHEMA,
     changelog_page,
+    claims_files_page,
     cli_page,
     code,
     commands,
@@ -255,3 +257,12 @@ def test_reference_pages_need_the_changelog(tmp_path):
         "changelog.md",
     }
     assert all(page.startswith("<!-- Generated") for page in pages.values())
+
+
+def test_the_claims_files_page_lists_every_key_of_the_claims_schema():
+    claims_schema = load_schema(REPO, CLAIMS_SCHEMA)
+    page = claims_files_page(claims_schema)
+    assert page.splitlines()[2] == "# Claims files reference"
+    for name in property_names(claims_schema):
+        assert f"`{name}`" in page or f".{name}`" in page, name
+    assert "non-inferiority" in page and "claims.schema.yaml" in page
