@@ -244,13 +244,15 @@ def test_changelog_links_fit_the_site():
 
 def test_reference_pages_need_the_changelog(tmp_path):
     (tmp_path / "workflow" / "schemas").mkdir(parents=True)
-    (tmp_path / docs_reference.SCHEMA).write_text((REPO / docs_reference.SCHEMA).read_text())
+    for schema in (docs_reference.SCHEMA, docs_reference.CLAIMS_SCHEMA):
+        (tmp_path / schema).write_text((REPO / schema).read_text())
     with pytest.raises(FileNotFoundError, match="CHANGELOG.md"):
         docs_reference.reference_pages(tmp_path)
     (tmp_path / "CHANGELOG.md").write_text("# Changelog\n")
     pages = docs_reference.reference_pages(tmp_path)
     assert set(pages) == {
         "reference/configuration.md",
+        "reference/claims-files.md",
         "reference/cli.md",
         "reference/measures.md",
         "reference/outputs.md",
