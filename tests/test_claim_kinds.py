@@ -15,9 +15,10 @@ import pytest
 import yaml
 from scipy.stats import t as student
 
-from hybrid_ir.claim_setup import claims_by_paper, judged_setups, with_relevant_shares
+from hybrid_ir.claim_setup import claims_by_paper, judged_setups
 from hybrid_ir.claims import CONTRADICTED, INCONCLUSIVE, SUPPORTED, UNTESTABLE, judge
 from hybrid_ir.claims_file import load_claims
+from hybrid_ir.comparability import with_relevant_shares
 from hybrid_ir.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,24 +15,23 @@ its neural rows and its setup in words. The label is then:
 - *the paper's setup* otherwise.
 
 The share of the relevant documents the searched corpus holds comes from the collection's
-files when the claims are judged (:func:`relevant_share`), not from the configuration.
+files when the claims are judged (:mod:`hybrid_ir.comparability`), not from the
+configuration.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hybrid_ir.claims_file import LABELS, Claim, PaperClaims, Setup, check_claims, load_claims
+from hybrid_ir.claims_file import Claim, PaperClaims, Setup, check_claims, load_claims
+from hybrid_ir.comparability import settle
 from hybrid_ir.config_settings import math_model_runs
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.formats import read_qrels
 from hybrid_ir.run_origins import systems
 from hybrid_ir.table_spec import column_key, row_sources, table_groups
 
-PAPER_SETUP, STAND_IN, OTHER_COLLECTION = LABELS
 _ENCODER_NAMES = {"dpr": "DPR", "colbert": "ColBERT"}
 
 
@@ -216,17 +215,6 @@ def claim_setup(config: Mapping, claim: Claim, paper: Setup) -> ClaimSetup:
     )  # fmt: skip
 
 
-def settle(differences: Mapping[str, str], searches: bool, collection: str) -> tuple[str, str]:
-    """The label and its reason from what differs from the paper's setup."""
-    if "collection" in differences:
-        return OTHER_COLLECTION, differences["collection"]
-    if differences:
-        return STAND_IN, "; ".join(differences.values())
-    if searches:
-        return PAPER_SETUP, f"searches {collection} with the paper's models"
-    return PAPER_SETUP, f"scores the authors' own run files on {collection}'s judgments"
-
-
 def claims_by_paper(paths: Sequence[str | Path], config: Mapping) -> dict[str, PaperClaims]:
     """Each configured claims file, loaded and checked against the configuration (its tables,
     rows and columns, and each stated comparability), by its paper's three digits."""
@@ -288,44 +276,3 @@ def judged_setups(config: Mapping, claims: PaperClaims) -> dict[str, dict]:
             }
         setups[claim.id] = entry
     return setups
-
-
-def with_relevant_shares(setups: Mapping[str, Mapping], inputs: Mapping[str, str]) -> dict:
-    """The setups with each ``share`` counted from the inputs it names (each pair once). A
-    collection the configuration calls a sample whose corpus holds every relevant document of
-    the topic set is searched whole for this claim: the label is settled again without it."""
-    counted: dict[tuple[str, str, int], dict] = {}
-    filled = {}
-    for claim_id, setup in setups.items():
-        share = setup.get("share")
-        if share is not None:
-            key = (inputs[share["corpus"]], inputs[share["qrels"]], share["level"])
-            if key not in counted:
-                counted[key] = relevant_share(*key)
-            setup = {**setup, "share": counted[key]}
-            whole = counted[key]["held"] == counted[key]["relevant"]
-            if whole and "sample" in setup["differences"]:
-                differences = {k: v for k, v in setup["differences"].items() if k != "sample"}
-                label, why = settle(differences, setup["searches_corpus"], setup["collection"])
-                setup |= {"differences": differences, "label": label, "why": why}
-        filled[claim_id] = dict(setup)
-    return filled
-
-
-# -- the corpus's share of the relevant documents, when the claims are judged ---------------
-
-
-def relevant_share(corpus: str | Path, qrels: str | Path, level: int) -> dict:
-    """How many documents the canonical corpus holds, and how many of the qrels' documents
-    judged at least ``level`` it holds (the sample's share of what the topics' pools found)."""
-    ids = set()
-    with open(corpus, encoding="utf-8") as handle:
-        for line in handle:
-            ids.add(json.loads(line)["id"])
-    relevant = {
-        (judgment.query_id, judgment.doc_id)
-        for judgment in read_qrels(qrels)
-        if judgment.relevance >= level
-    }
-    held = sum(1 for _, doc in relevant if doc in ids)
-    return {"documents": len(ids), "relevant": len(relevant), "held": held, "level": level}
