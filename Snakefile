@@ -9,6 +9,7 @@ sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 from hybrid_ir.checks import run_summary
 from hybrid_ir.jobserver import close_job_servers, open_job_servers
 from hybrid_ir.package_source import share_with_jobs
+from hybrid_ir.run_console import drain_console
 from hybrid_ir.snakemake_patches import (
     keep_one_pending_timer,
     read_configfiles_with_libyaml,
@@ -54,6 +55,7 @@ if config["math_models"]:
 include: "workflow/rules/fuse.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/tables.smk"
+include: "workflow/rules/explore.smk"
 
 
 onstart:
@@ -65,11 +67,13 @@ onstart:
 # its results are.
 onsuccess:
     close_job_servers()
+    drain_console()
     print(run_summary(succeeded=True))
 
 
 onerror:
     close_job_servers()
+    drain_console()
     print(run_summary(succeeded=False))
 
 

@@ -634,7 +634,7 @@ def test_every_subcommand_is_walked():
         "hybrid-ir data",
         "hybrid-ir targets",
     } <= names
-    assert len(names) == 22  # completion included
+    assert len(names) == 24  # completion, explore and status included
 
 
 @pytest.mark.parametrize("name, parser", _parsers(), ids=lambda v: v if isinstance(v, str) else "")

@@ -186,3 +186,61 @@ def test_only_scripts_that_import_the_torch_code_go_to_servers():
     scripts = Path(__file__).resolve().parents[1] / "workflow" / "scripts"
     assert jobserver.serves(str(scripts / "encoder_search.py"))
     assert not jobserver.serves(str(scripts / "bm25_index.py"))
+
+
+NAMED = textwrap.dedent(
+    """\
+    import os, pathlib, time
+    from types import SimpleNamespace
+    from hybrid_ir.logged import run_step
+
+    job = SimpleNamespace(
+        rule="bm25_search",
+        wildcards={"collection": "toy", "layout": "flat"},
+        log=["named.log"],
+        config={"max_relevance": 1000, "max_line_chars": 1 << 20},
+    )
+
+    def step():
+        pathlib.Path("named.pid").write_text(str(os.getpid()))
+        time.sleep(120)
+
+    run_step(job, step)
+    """
+)
+
+
+def test_a_forked_job_is_named_by_its_rule_and_wildcards_in_ps_and_top(served):
+    """ps and htop read /proc/<pid>/cmdline, top and ``ps -o comm`` the kernel's short name."""
+    work, directory, environ = served
+    (work / "named.py").write_text(NAMED)
+    (work / "named.pid").unlink(missing_ok=True)
+    client = subprocess.Popen(
+        [sys.executable, "-m", "hybrid_ir.jobserver", "run", "named.py"], cwd=work, env=environ
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (work / "named.pid").exists():
+            assert client.poll() is None, "the job ended before naming itself"
+            assert time.monotonic() < deadline, "the job never started its step"
+            time.sleep(0.1)
+        child = int((work / "named.pid").read_text())
+        server = int((directory / _servers(directory)[0]).read_text())
+        assert int(Path(f"/proc/{child}/stat").read_text().split(") ")[1].split()[1]) == server
+        command = Path(f"/proc/{child}/cmdline").read_bytes().rstrip(b"\0").decode()
+        assert command == "hybrid-ir bm25_search collection=toy layout=flat"
+        assert Path(f"/proc/{child}/comm").read_text().strip() == "bm25_search"
+        served_by = Path(f"/proc/{server}/cmdline").read_bytes().rstrip(b"\0").decode()
+        assert served_by.startswith("hybrid-ir job server ")
+        header = (work / "named.log").read_text().splitlines()[0]
+        assert "job bm25_search (collection=toy, layout=flat): 1 thread(s), device cpu" in header
+        assert f"process {child}: forked from job server {server}" in header
+    finally:
+        client.terminate()
+        client.wait(timeout=60)
+
+
+def test_a_forked_job_is_named_after_its_script_until_it_names_its_rule():
+    assert jobserver.script_step("/w/.snakemake/scripts/tmpk3j2x9ab.retrieve.py") == "retrieve"
+    assert jobserver.script_step("/w/workflow/scripts/encoder_search.py") == "encoder_search"
+    assert jobserver.script_step("/tmp/job.py") == "job"

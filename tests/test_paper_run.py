@@ -34,6 +34,8 @@ from standins_multilingual import FILES as MULTILINGUAL_FILES
 from standins_text import FILES as TEXT_FILES
 from toy_workflow import snakemake_environment, write_manifest
 
+from hybrid_ir.snakemake_log import run_logs
+
 pytestmark = pytest.mark.paper
 
 REPO = Path(__file__).resolve().parents[1]
@@ -140,6 +142,15 @@ def _print_jobs(title: str, jobs: list[str]) -> None:
         print(f"    {job}")
 
 
+def _run_log(workdir: Path, run: subprocess.CompletedProcess) -> str:
+    """Snakemake's own log of the run (every job's block, each failure's "Error in rule"),
+    which the run's console (hybrid_ir.run_console) shortens to a line per job; the console's
+    output after it, for the failure messages."""
+    logs = run_logs(workdir)
+    own = logs[-1].read_text(encoding="utf-8") if logs else ""
+    return own + "\n" + run.stdout + run.stderr
+
+
 def _failed(log: str) -> list[str]:
     return re.findall(r"^Error in rule (\S+):", log, re.M)
 
@@ -179,12 +190,12 @@ def paper_run(tmp_path_factory) -> dict:
         outcome["pinned"] = done.stdout.count("pinned")
         command = _snakemake(paper_workdir, configfiles, mirror, manifest, "--keep-going")
         runs = subprocess.run(command, env=environment, capture_output=True, text=True)
-        outcome["paper"] = runs.stdout + runs.stderr
+        outcome["paper"] = _run_log(paper_workdir, runs)
         overlay = _overlay_for(NTCIR12, ntcir12_workdir)
         command = _snakemake(ntcir12_workdir, [*NTCIR12, overlay], mirror, manifest)
         runs = subprocess.run([*command, "--", NTCIR12_TARGET], env=environment,
                               capture_output=True, text=True)  # fmt: skip
-        outcome["ntcir12"] = runs.stdout + runs.stderr
+        outcome["ntcir12"] = _run_log(ntcir12_workdir, runs)
         outcome["ntcir12_status"] = runs.returncode
         outcome["hub_requests"] = len(hub.requests)
     dry = subprocess.run(

@@ -106,7 +106,7 @@ def test_the_named_outputs_are_rule_alls_tables_figures_and_claims(plan):
     kinds = {kind.named for kind in OUTPUT_KINDS.values() if kind.named}
     assert kinds == {
         "named_tables", "named_parameter_tables", "named_claims", "named_figures",
-        "named_math_figures", "named_bm25_table",
+        "named_math_figures", "named_bm25_table", "named_explorers",
     }  # fmt: skip
 
 
@@ -180,7 +180,8 @@ def test_a_misspelled_target_rule_names_the_nearest_rules(plan):
     assert unknown_target_message("paper000_table3", rules) == (
         "paper000_table3: no target rule has this name; the nearest: paper000_table3_arqmath1, "
         "paper000_table3_arqmath2, paper000_table3_arqmath1_in_sample, "
-        "paper000_table3_arqmath2_in_sample (hybrid-ir targets lists them)"
+        "paper000_table3_arqmath2_in_sample, paper000_table3_arqmath1_explorer, "
+        "paper000_table3_arqmath2_explorer and 2 more (hybrid-ir targets lists them)"
     )
     assert unknown_target_message("paper01", rules).startswith(
         "paper01: no target rule has this name; the nearest: paper001, "

@@ -256,6 +256,9 @@ def _build(
     started = time.perf_counter()
     counts = {"documents": 0, "formulas": 0, "unparsed_formulas": 0, "rejected_documents": 0}
     documents_with_unparsed = 0
+    # Counted into two lines after the loop, not one line per document between the bar's.
+    unparsed_in: list[str] = []
+    example: tuple[str, str] | None = None
     with _engine_output_discarded():
         index = pya0.index_open(str(partial), option="w")
     if index is None:
@@ -273,15 +276,8 @@ def _build(
         counts["unparsed_formulas"] += len(unparsed)
         if unparsed:
             documents_with_unparsed += 1
-            example = unparsed[0][:_EXAMPLE_CHARS]
-            logging.info(
-                "document %s: %d of %d formulas not parsed by pya0 (skipped by the engine), "
-                "e.g. %r",
-                doc_id,
-                len(unparsed),
-                len(formulas),
-                example,
-            )
+            unparsed_in.append(doc_id)
+            example = example or (doc_id, unparsed[0][:_EXAMPLE_CHARS])
         try:
             with _engine_output_discarded():
                 pya0.writer_add_doc(writer, text, url=doc_id, extern_id=doc_id)
@@ -295,6 +291,17 @@ def _build(
         pya0.writer_maintain(writer, force=True)
         pya0.writer_close(writer)
         pya0.index_close(index)
+    if example is not None:
+        logging.info(
+            "%d of %d formulas in %d of %d documents not parsed by pya0 (skipped by the "
+            "engine), e.g. in document %s: %r",
+            counts["unparsed_formulas"],
+            counts["formulas"],
+            documents_with_unparsed,
+            counts["documents"] + counts["rejected_documents"],
+            *example,
+        )
+        logging.info("documents with formulas not parsed: %s", " ".join(unparsed_in))
     if counts["documents"] == 0:
         raise InputFormatError(where, None, "no document could be indexed")
     rate = counts["unparsed_formulas"] / counts["formulas"] if counts["formulas"] else 0.0

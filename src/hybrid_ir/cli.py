@@ -23,6 +23,7 @@ from hybrid_ir.cli_commands import (
     crossval_command,
     data_command,
     evaluate_command,
+    explore_command,
     fetch_command,
     fuse_command,
     hub_pin_command,
@@ -32,6 +33,7 @@ from hybrid_ir.cli_commands import (
     manifest_members_command,
     provenance_command,
     search_command,
+    status_command,
     targets_command,
 )
 from hybrid_ir.compare import RENDERERS
@@ -40,6 +42,7 @@ from hybrid_ir.crossval import ALPHAS, PAPER_SEED
 from hybrid_ir.errors import HybridIRError, printable
 from hybrid_ir.formats import MAX_RELEVANCE, relevance_limit
 from hybrid_ir.fusion import FUSION_METHODS
+from hybrid_ir.katex_assets import DEBIAN_KATEX
 from hybrid_ir.lucene.index import LAYOUTS
 from hybrid_ir.lucene.search import JAVA_INT_MAX
 from hybrid_ir.runs import DEFAULT_K, DUPLICATE_POLICIES
@@ -208,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bm25(cli)
     _add_evaluate_and_fuse(cli)
     _add_checks_and_results(cli)
+    _add_explore(cli)
+    _add_status(cli)
     completion = cli.command(
         "completion",
         "print a shell completion script (bash or zsh)",
@@ -613,6 +618,75 @@ def _add_checks_and_results(cli: _Commands) -> None:
         "--format", choices=["text", "json"], default="text", help="output (default: text)"
     )
     claims.set_defaults(handler=claims_command)
+
+
+def _add_explore(cli: _Commands) -> None:
+    explore = cli.command(
+        "explore",
+        "write a per-topic explorer page for two or more runs",
+        description="write a per-topic explorer page (one self-contained HTML file) comparing "
+        "runs topic by topic: pick a system, a baseline and a measure for the sorted per-topic "
+        "differences with the mean difference, its 95% interval and the paired t-test, the "
+        "breakdown by topic label (with --labels), and each topic's two rankings side by side "
+        "with grades and document texts, formulas rendered with KaTeX where it is installed "
+        "(Debian's libjs-katex); the first run opens as the system, the second as the baseline",
+    )
+    explore.add_argument("runs", nargs="+", help="TREC or ARQMath-TSV runs (two or more)")
+    explore.add_argument("--qrels", required=True, help="TREC qrels")
+    explore.add_argument("--topics", required=True, help="topics, canonical JSON Lines")
+    explore.add_argument("--corpus", required=True, help="corpus, canonical JSON Lines")
+    explore.add_argument(
+        "--labels",
+        help="topic label table (TSV: topic_id, optionally set, label columns; default: none, "
+        "no breakdown by label)",
+    )
+    explore.add_argument(
+        "--label-set",
+        help="keep the label rows whose set column is this (default: every row)",
+    )
+    _add_measures_option(explore)
+    explore.add_argument(
+        "--top-k", type=int, default=10, help="documents shown per ranking and topic (default: 10)"
+    )
+    explore.add_argument(
+        "--text-chars",
+        type=int,
+        default=1000,
+        help="characters kept of each text, cut before a formula (default: 1000)",
+    )
+    explore.add_argument("--title", help="the page's title (default: the runs' names)")
+    explore.add_argument(
+        "--katex",
+        default=DEBIAN_KATEX,
+        help=f"KaTeX release folder to inline (default: {DEBIAN_KATEX}, Debian's libjs-katex; "
+        "without it formulas show as TeX)",
+    )
+    explore.add_argument(
+        "-o", "--output", default="explore.html", help="page to write (default: explore.html)"
+    )
+    _add_input_options(explore)
+    explore.set_defaults(handler=explore_command)
+
+
+def _add_status(cli: _Commands) -> None:
+    status = cli.command(
+        "status",
+        "print where the current or last workflow run stands",
+        description="print where the current or last Snakemake run of a workflow directory "
+        "stands: its jobs finished, running (with their progress and time against their "
+        "runtime), waiting and failed (with their log's last lines), for a local run and for "
+        "one whose jobs run on SLURM alike; read from .snakemake/ and the jobs' logs",
+    )
+    status.add_argument(
+        "--directory", default=".", help="the workflow directory (default: the current one)"
+    )
+    status.add_argument(
+        "--log", help="a run's log under .snakemake/log/ (default: the newest, the last run's)"
+    )
+    status.add_argument(
+        "--lines", type=int, default=10, help="lines of a failed job's log to show (default: 10)"
+    )
+    status.set_defaults(handler=status_command)
 
 
 class _EscapedControls(io.TextIOBase):

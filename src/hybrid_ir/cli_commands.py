@@ -34,6 +34,8 @@ from hybrid_ir.data_checklist import (
 )
 from hybrid_ir.errors import ConfigError, HybridIRError, printable
 from hybrid_ir.evaluate import Qrels, evaluate, load_qrels, measures_for, resolve_measures
+from hybrid_ir.explore import runs_explorer, write_explorer
+from hybrid_ir.explore_data import ExplorerSettings
 from hybrid_ir.fetch import (
     Network,
     add_to_manifest,
@@ -58,6 +60,7 @@ from hybrid_ir.members import (
 )
 from hybrid_ir.plan import Plan
 from hybrid_ir.provenance import chain, provenance_tree
+from hybrid_ir.run_status import status_lines
 from hybrid_ir.runs import read_run, topic_sort_key, write_run
 from hybrid_ir.targets import render_targets, targets_json
 
@@ -380,6 +383,20 @@ def fuse_command(args: argparse.Namespace) -> None:
     print(f"{lines} lines written to {output}")
 
 
+def explore_command(args: argparse.Namespace) -> None:
+    for option, value in (("--top-k", args.top_k), ("--text-chars", args.text_chars)):
+        if value < 1:
+            raise HybridIRError(f"{option} must be at least 1, got {value}")
+    page, note = runs_explorer(
+        args.runs, args.qrels, args.topics, args.corpus,
+        ExplorerSettings(args.top_k, args.text_chars), args.measures, args.labels,
+        args.label_set, args.title, args.katex, args.run_format, args.duplicates,
+    )  # fmt: skip
+    write_explorer(page, args.output)
+    _say(note)
+    print(f"{args.output}: {len(page.encode('utf-8')):,} bytes, {len(args.runs)} runs")
+
+
 def check_command(args: argparse.Namespace) -> None:
     print(f"all {assert_all_passed(args.summary)} checks passed")
 
@@ -393,4 +410,9 @@ def provenance_command(args: argparse.Namespace) -> None:
         print(json.dumps(provenance_tree(args.result), indent=1, allow_nan=False))
         return
     for line in chain(args.result):
+        print(line)
+
+
+def status_command(args: argparse.Namespace) -> None:
+    for line in status_lines(args.directory, args.log, args.lines):
         print(line)

@@ -27,6 +27,9 @@ What makes a forked child the same as a fresh interpreter:
   whose client went away, and a server ends when the Snakemake process that owns it ends.
   Signals sent to the client (Snakemake stopping a job) are forwarded to the child, and the
   client exits as the child did.
+- **Names.** A child is named after its script at once and after its rule and wildcards when
+  the job starts (:mod:`hybrid_ir.process_title`), so that ``ps`` and ``top`` tell jobs apart
+  instead of showing the server's command line for each.
 - **Measurements.** A child is not a descendant of the job's shell, so the server records
   ``<client pid> -> <child pid>`` in its directory, where Snakemake's benchmark sampler
   (:func:`hybrid_ir.snakemake_patches.run_python_scripts_in_job_servers`) finds it: the
@@ -51,6 +54,7 @@ import time
 from pathlib import Path
 
 from hybrid_ir.code_digest import imported_modules
+from hybrid_ir.process_title import TITLE_PREFIX, name_process
 
 DIRECTORY_ENV = "HYBRID_IR_JOB_SERVERS"
 """The directory of one Snakemake run's servers (sockets, locks, logs, client registry)."""
@@ -145,6 +149,14 @@ def serves(script: str) -> bool:
         name == SERVED_PACKAGE or name.startswith(f"{SERVED_PACKAGE}.")
         for name in imported_modules(script)
     )
+
+
+def script_step(script: str) -> str:
+    """The workflow script a job runs: ``retrieve`` for Snakemake's copy of it
+    (``.snakemake/scripts/tmpk3j2x9ab.retrieve.py``), else the file's name without ``.py``."""
+    stem = Path(script).name.removesuffix(".py")
+    prefix, dot, rest = stem.partition(".")
+    return rest if dot and prefix.startswith("tmp") and rest else stem
 
 
 def open_job_servers() -> Path:
@@ -326,6 +338,7 @@ def serve(socket_path: str, owner: int | None) -> None:
     import selectors
 
     began = time.monotonic()
+    name_process(f"{TITLE_PREFIX} job server {Path(socket_path).stem}", "job server")
     before = dict(os.environ)
     own_environ = {k: v for k, v in before.items() if k not in CALL_TIME_VARIABLES}
     refusal = _preload()
@@ -504,6 +517,10 @@ def _become_job(request: dict, set_by_imports: dict[str, str], fds: list[int], s
         os.environ.update(request["environ"] | set_by_imports | {SERVER_PID_ENV: str(server)})
         tempfile.tempdir = None
         script = request["script"]
+        # Until the job names itself by its rule (hybrid_ir.logged.run_step), by its script
+        # rather than as the server it was forked from.
+        step = script_step(script)
+        name_process(f"{TITLE_PREFIX} job {step}", step)
         sys.argv = [script]
         sys.path[0] = os.path.dirname(script)
         try:

@@ -10,7 +10,14 @@ Fault injection, for tests of retries on a cluster (tests/slurm/): with
 ``HYBRID_IR_FAULT_DIR=<dir>``, the first job of that rule to start fails with exit status 1 (or
 sleeps until it is killed), and every later attempt runs normally. "First" is a marker file
 ``<dir>/<rule>.<fail|hang>`` that the faulty attempt creates; delete it to arm the fault again.
+``slow:<rule>`` makes the first attempt wait ``HYBRID_IR_FAULT_SLOW_S`` seconds (default 20)
+before its step, counting them on a progress bar, as a long job would (the console's tests).
 Unset, the variables cost one dictionary lookup per step.
+
+The log starts with a header naming the job (:func:`hybrid_ir.job_log.header`), its lines are
+kept clean (:mod:`hybrid_ir.job_log`), its progress bars write plain progress lines
+(:mod:`hybrid_ir.job_progress`), and the process takes the job's rule and wildcards as its
+title (:mod:`hybrid_ir.process_title`).
 """
 
 from __future__ import annotations
@@ -26,13 +33,18 @@ from typing import Any
 from hybrid_ir.config_sources import attributed_message, read_layers
 from hybrid_ir.errors import HybridIRError, printable, quoted
 from hybrid_ir.formats import line_limit, relevance_limit
+from hybrid_ir.job_log import configure_job_log, header
+from hybrid_ir.job_progress import report_bars_as_lines
 from hybrid_ir.paths import MANIFEST
+from hybrid_ir.process_title import name_job
 from hybrid_ir.provenance import write_records
 from hybrid_ir.raw_check import check_raw_inputs
 
 FAULT_ENV = "HYBRID_IR_FAULT"
 FAULT_DIR_ENV = "HYBRID_IR_FAULT_DIR"
-FAULT_MODES = ("fail", "hang")
+FAULT_SLOW_ENV = "HYBRID_IR_FAULT_SLOW_S"
+FAULT_MODES = ("fail", "hang", "slow")
+DEFAULT_SLOW_S = 20
 
 
 class InjectedFault(HybridIRError):
@@ -45,7 +57,9 @@ def armed_faults(setting: str) -> dict[str, str]:
     for entry in filter(None, (part.strip() for part in setting.split(","))):
         mode, _, rule = entry.partition(":")
         if mode not in FAULT_MODES or not rule:
-            raise HybridIRError(f"{FAULT_ENV}: {quoted(entry)} is not fail:<rule> or hang:<rule>")
+            raise HybridIRError(
+                f"{FAULT_ENV}: {quoted(entry)} is not fail:<rule>, hang:<rule> or slow:<rule>"
+            )
         faults[rule] = mode
     return faults
 
@@ -70,9 +84,24 @@ def inject_fault(rule: str, environ: Mapping[str, str] = os.environ) -> None:
         return
     if mode == "fail":
         raise InjectedFault(f"{FAULT_ENV}: first attempt of rule {rule} fails on purpose")
+    if mode == "slow":
+        from tqdm import tqdm
+
+        seconds = _slow_seconds(environ.get(FAULT_SLOW_ENV))
+        for _ in tqdm(range(seconds), desc=f"{FAULT_ENV} slow start", unit="second"):
+            time.sleep(1)
+        return
     logging.warning("%s: first attempt of rule %s hangs on purpose until killed", FAULT_ENV, rule)
     while True:
         time.sleep(60)
+
+
+def _slow_seconds(value: str | None) -> int:
+    if not value:
+        return DEFAULT_SLOW_S
+    if not value.isdigit():
+        raise HybridIRError(f"{FAULT_SLOW_ENV}: {quoted(value)} is not a whole number of seconds")
+    return int(value)
 
 
 JOB_SERVER_PID_ENV = "HYBRID_IR_JOB_SERVER_PID"
@@ -106,6 +135,7 @@ def run_step(
     need no internet, and a model outside that cache fails the job instead of downloading.
     """
     set_hub_access(hub_access)
+    name_job(job.rule, getattr(job, "wildcards", None))
     log_path = job.log[0] if job.log else None
     console = os.fdopen(os.dup(2), "w", buffering=1)
     if log_path:
@@ -116,19 +146,10 @@ def run_step(
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
         sys.stdout = sys.stderr = log
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(message)s",
-        force=True,
-    )
-    server = os.environ.get(JOB_SERVER_PID_ENV)
-    logging.info(
-        "process %d: %s",
-        os.getpid(),
-        f"forked from job server {server}" if server else "a fresh interpreter",
-    )
+    configure_job_log(sys.stderr)
+    logging.info("%s", header(job, os.environ.get(JOB_SERVER_PID_ENV)))
     try:
+        report_bars_as_lines()
         inject_fault(job.rule)
         if hasattr(job, "output"):  # a Snakemake job: its raw inputs as the manifest has them
             check_raw_inputs(getattr(job, "input", ()), job.config.get("manifest", MANIFEST))

@@ -46,6 +46,10 @@ OUTPUT_KINDS: dict[str, OutputKind] = {
         "tables", ("paper_table",), "tables.score_rows", "table_targets", "table_sources",
         "table_outputs", "table_params", "named_tables",
     ),
+    "explorer": OutputKind(
+        "explore", ("explore_table",), "explore.table_explorer", "explorer_targets",
+        "explorer_inputs", "explorer_outputs", "explorer_params", "named_explorers",
+    ),
     "parameter_table": OutputKind(
         "parameter_tables", ("parameter_table",), "parameter_tables.parameter_rows",
         "parameter_table_targets", "parameter_table_inputs", "parameter_table_outputs",

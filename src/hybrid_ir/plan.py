@@ -29,6 +29,7 @@ from hybrid_ir.config_published import fill_published
 from hybrid_ir.config_settings import math_model_runs, snapshot_model
 from hybrid_ir.config_sources import Layers, attributed, attributed_message, write_layers
 from hybrid_ir.errors import ConfigError, quoted
+from hybrid_ir.explore_inputs import explored_tables, explorer_inputs
 from hybrid_ir.fetch import ManifestEntry, load_manifest, mirror_root
 from hybrid_ir.figure_kinds import figure_inputs, figure_outputs
 from hybrid_ir.hub import DENSE_MODEL_KEYS, hub_references, local_checkpoint, use_model_cache
@@ -106,7 +107,8 @@ class Plan(RuleParams):
         "claims_outputs", "crossval_outputs", "bm25_search_params", "retriever_params",
         "import_params", "fusion_params", "crossval_params", "sweep_params", "table_params",
         "parameter_table_params", "bm25_table_params", "target_rules", "unknown_results",
-        "unknown_result", "unknown_targets", "unknown_target",
+        "unknown_result", "unknown_targets", "unknown_target", "explored_tables",
+        "explorer_inputs", "explorer_outputs", "explorer_params",
     )  # fmt: skip
     """The methods the rule files call by these names (workflow/rules/common.smk)."""
 
@@ -389,6 +391,17 @@ class Plan(RuleParams):
     def claims_outputs(self, paper: str) -> dict[str, str]:
         return {key: paths.claims(paper, ext) for key, ext in CLAIMS_OUTPUTS.items()}
 
+    def explored_tables(self) -> list[str]:
+        """The tables with an explorer page (``explore.tables``)."""
+        return explored_tables(self.config)
+
+    def explorer_inputs(self, wildcards) -> dict[str, str]:
+        """What a table's explorer page reads (:func:`hybrid_ir.explore_inputs.explorer_inputs`)."""
+        return explorer_inputs(wildcards.table, self.config, self.run_path)
+
+    def explorer_outputs(self, name: str) -> dict[str, str]:
+        return {"page": paths.result_table(name, "explore.html")}
+
     def parameter_table_inputs(self, wildcards) -> dict[str, str]:
         """A parameter table's per-language sweep, its tuned retriever's facts, the paper's
         values."""
@@ -545,6 +558,9 @@ class Plan(RuleParams):
     def bm25_table_targets(self) -> list[str]:
         return _files(self.named_bm25_table())
 
+    def explorer_targets(self) -> list[str]:
+        return _files(self.named_explorers())
+
     def check_targets(self) -> list[str]:
         return [paths.checks("passed")] if self.expected else []
 
@@ -562,6 +578,15 @@ class Plan(RuleParams):
             NamedOutput("table", name, tuple(self.table_outputs(name).values()), f"tables.{name}",
                         table.get("title"), paper_of(name))
             for name, table in self.config["tables"].items()
+        ]  # fmt: skip
+
+    def named_explorers(self) -> list[NamedOutput]:
+        """Each explored table's page, named after the table with ``-explorer`` and filed under
+        its paper."""
+        return [
+            NamedOutput("explorer", f"{name}-explorer", (self.explorer_outputs(name)["page"],),
+                        "explore.tables", f"Per-topic explorer of {name}", paper_of(name))
+            for name in self.explored_tables()
         ]  # fmt: skip
 
     def named_parameter_tables(self) -> list[NamedOutput]:

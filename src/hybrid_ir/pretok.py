@@ -24,6 +24,16 @@ from pathlib import Path
 
 from hybrid_ir.errors import InputFormatError
 from hybrid_ir.formats import atomic_output, read_records, write_records
+from hybrid_ir.native_output import Note, counted_stderr
+
+PYA0_NOTES = {
+    "too long to cast into float number": Note(
+        re.compile(r" is too long to cast into float number \(len=\d+\)\.$"),
+        "harmless: pya0's lexer also reads each number as a double for its own use, and its "
+        "tokens here are the number's digits either way",
+    )
+}
+"""What pya0's tokenizer prints on standard error, and why it does not matter here."""
 
 MATH_PATTERN = re.compile(
     r"(?<!\\)\$\$(?P<display>.+?)(?<!\\)\$\$"
@@ -157,7 +167,8 @@ def pretokenize_file(
     records = (
         pretokenize_record(record, fields, formula_fields, stats) for record in read_records(source)
     )
-    write_records(target, records)
+    with counted_stderr("pya0", PYA0_NOTES):
+        write_records(target, records)
     return stats
 
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hybrid_ir import paths
 from hybrid_ir.claims_file import PaperClaims
+from hybrid_ir.explore_inputs import explored_tables
+from hybrid_ir.katex_assets import katex_version
 
 
 class RuleParams:
@@ -65,10 +68,30 @@ class RuleParams:
         }
 
     def table_params(self) -> dict[str, Any]:
+        explored = set(explored_tables(self.config))
         return {
             "name": "{table}",
             "spec": lambda w: self.config["tables"][w.table],
             "claims": lambda w: self.table_claims(w.table),
+            "explorer": lambda w: (
+                paths.result_table(w.table, "explore.html") if w.table in explored else None
+            ),
+        }
+
+    def explorer_params(self) -> dict[str, Any]:
+        """A table's explorer: its configuration entry, the page's size settings, and the math
+        renderer it inlines (by version, so that installing or updating KaTeX rebuilds it)."""
+        explore = self.config["explore"]
+        return {
+            "name": "{table}",
+            "spec": lambda w: self.config["tables"][w.table],
+            "settings": {
+                "top_k": explore["top_k"],
+                "text_chars": explore["text_chars"],
+                "label_order": explore["label_order"],
+            },
+            "katex": explore["katex"],
+            "renderer": katex_version(explore["katex"]),
         }
 
     def parameter_table_params(self) -> dict[str, Any]:

@@ -119,6 +119,17 @@ def claims_notes(claims: Mapping[str, Sequence[str]]) -> list[str]:
     ]
 
 
+def explorer_notes(page: str | None) -> list[str]:
+    """Where the table's per-topic explorer page is, when it has one."""
+    if page is None:
+        return []
+    return [
+        f"Per-topic explorer: {page} (in the report, the result named after this table with "
+        "-explorer): pick two rows and a measure for the per-topic differences, their breakdown "
+        "by topic label, and each topic's two rankings side by side with grades and texts."
+    ]
+
+
 def sweep_notes(reports: Mapping[str, Mapping]) -> list[str]:
     """One sentence per sweep: the selected value, by which measure, chosen on which topics."""
     notes = []

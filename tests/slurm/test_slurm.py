@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -160,6 +161,10 @@ def test_slurm_run_equals_the_local_run(local_run, slurm_run, partition):
     # Without an accounting database sacctmgr fails and sshare answers nothing: the plugin
     # then submits with the account unvalidated, which is what this cluster accepts.
     assert "Proceeding without account validation" in output
+    # The console (hybrid_ir.run_console): a line per job submitted and one per job finished,
+    # plain text in the controller's output.
+    assert output.count(" start  ") == output.count(" done   ") >= submitted
+    assert "\x1b" not in output and "    input: " not in output
 
 
 def test_job_failing_its_first_attempt_is_retried(local_run, slurm_run, partition, tmp_path):
@@ -212,6 +217,13 @@ def test_job_cancelled_mid_way_is_rerun(local_run, slurm_run, partition, tmp_pat
                 if job[1] == "RUNNING" and job[2] == f"rule_retrieve_wildcards_toy_test_{DENSE_RUN}"
             ]
             assert len(running) == 1, running
+            # Where the run stands, from the controller's log and the job's own (its header).
+            status = subprocess.run(
+                [sys.executable, "-m", "hybrid_ir.cli", "status"],
+                cwd=root, capture_output=True, text=True, check=True, timeout=60,
+            ).stdout  # fmt: skip
+            assert f"State: running (Snakemake process {run.pid})\n" in status, status
+            assert f"\n    SLURM job {running[0]}: running 0:" in status, status
             subprocess.run(["scancel", running[0]], check=True, timeout=30)
             returncode = run.wait(JOB_TIMEOUT_S)
         finally:

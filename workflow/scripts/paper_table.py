@@ -9,6 +9,7 @@ from hybrid_ir.provenance import identity
 from hybrid_ir.report import write_pages
 from hybrid_ir.table_notes import (
     claims_notes,
+    explorer_notes,
     largest_gain_notes,
     overlap_notes,
     sweep_notes,
@@ -40,6 +41,7 @@ def main():
         notes = verdict_notes(spec, cells) + overlap_notes(spec) + sweep_notes(reports)
         notes += largest_gain_notes(spec, per_query)
         notes += claims_notes(snakemake.params.claims)
+        notes += explorer_notes(snakemake.params.explorer)
         markdown = render_markdown(spec, cells, notes, footer)
         out.write(markdown)
     write_pages(markdown, snakemake.output.html, snakemake.output.notes)

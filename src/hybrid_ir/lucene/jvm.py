@@ -19,6 +19,7 @@ import sys
 from types import ModuleType, SimpleNamespace
 
 _UNSUPPORTED_JVM_OPTIONS = frozenset({"--add-modules=jdk.incubator.vector"})
+_QUIET_UNSAFE_ACCESS = "--sun-misc-unsafe-memory-access=allow"
 _IMPACT_SEARCHER_MODULE = "pyserini.search.lucene._impact_searcher"
 
 
@@ -52,6 +53,9 @@ def pyserini_modules() -> SimpleNamespace:
         add_options(*(option for option in options if option not in _UNSUPPORTED_JVM_OPTIONS))
 
     jnius_config.add_options = add_supported_options
+    # Lucene's mmap reader calls sun.misc.Unsafe, for which JDK 24 and later print a
+    # four-line warning into every BM25 job's log; the access itself is as before.
+    add_options(_QUIET_UNSAFE_ACCESS)
     sys.modules.setdefault(_IMPACT_SEARCHER_MODULE, _impact_searcher_stand_in())
 
     from pyserini.index.lucene import LuceneIndexReader
