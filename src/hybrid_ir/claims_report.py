@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from hybrid_ir.errors import ConfigError, InputFormatError, printable
@@ -151,9 +152,27 @@ _WHY_FIRST = (
 )
 
 
-def summary_lines(document: Mapping, first: int = 5) -> list[str]:
-    """A paper's verdicts counted by verdict and label, the configurations that test the rest,
-    and the claims a reader should look at first."""
+@dataclass(frozen=True)
+class Summary:
+    """A paper's verdicts counted by label (a row) and verdict, what they say as a whole, the
+    commands that test the claims not tested here, and the claims to read first."""
+
+    claims: int
+    tested: int
+    counts: dict[str, dict[str, int]]
+    no_paper_setup: bool
+    commands: list[str]
+    first: list[tuple[str, str]]
+    """(claim id, its line after the id)."""
+
+
+NO_PAPER_SETUP = (
+    "No claim is tested on the paper's setup here: every verdict bears on this "
+    "configuration's stand-ins or collections, not on the paper's own findings."
+)
+
+
+def summarize(document: Mapping, first: int = 5) -> Summary:
     verdicts = document["verdicts"]
     counts: dict[str, dict[str, int]] = {}
     for verdict in verdicts:
@@ -163,63 +182,79 @@ def summary_lines(document: Mapping, first: int = 5) -> list[str]:
             else (label(verdict) or "setup not described")
         )
         counts.setdefault(row, dict.fromkeys(VERDICT_ORDER, 0))[verdict["verdict"]] += 1
-    tested = sum(1 for v in verdicts if v["verdict"] != "not tested here")
-    lines = [
-        f"{len(verdicts)} claim{'s' if len(verdicts) != 1 else ''}: {tested} tested here, "
-        f"{len(verdicts) - tested} not tested here.",
-        "",
-        "| setup | " + " | ".join(VERDICT_ORDER) + " |",
-        "|---|" + "---|" * len(VERDICT_ORDER),
-    ]
-    for row, by_verdict in counts.items():
-        lines.append(f"| {row} | " + " | ".join(str(by_verdict[v]) for v in VERDICT_ORDER) + " |")
     labels = {label(v) for v in verdicts if v["verdict"] != "not tested here"}
-    if labels and labels <= {"a scaled-down stand-in", "a different collection"}:
-        lines += [
-            "",
-            "No claim is tested on the paper's setup here: every verdict bears on this "
-            "configuration's stand-ins or collections, not on the paper's own findings.",
-        ]
-    commands = sorted(
-        {v["configuration"] for v in verdicts if v["verdict"] == "not tested here"} - {None}
-    )
-    if commands:
-        lines += ["", "Not tested here: " + "; ".join(
-            f"`snakemake --cores N {command}`" for command in commands
-        ) + " tests them."]  # fmt: skip
     ranked = sorted(
         (priority, position, verdict)
         for position, verdict in enumerate(verdicts)
         if (priority := _priority(verdict)) is not None
     )[:first]
-    if ranked:
-        lines += ["", "Read these first:", ""]
-        for priority, _, verdict in ranked:
-            lines.append(
-                f"1. **{verdict['id']}**: {finding(verdict)} ({_WHY_FIRST[priority]}); effect "
+    return Summary(
+        claims=len(verdicts),
+        tested=sum(1 for v in verdicts if v["verdict"] != "not tested here"),
+        counts=counts,
+        no_paper_setup=bool(labels)
+        and labels <= {"a scaled-down stand-in", "a different collection"},
+        commands=sorted(
+            {v["configuration"] for v in verdicts if v["verdict"] == "not tested here"} - {None}
+        ),
+        first=[
+            (
+                verdict["id"],
+                f"{finding(verdict)} ({_WHY_FIRST[priority]}); effect "
                 f"{_number(verdict['effect'], signed=True)} against the paper's "
                 f"{_number(verdict['paper_effect'], signed=True)}, Effect Ratio "
                 f"{_number(verdict['effect_ratio'], digits=2)} "
-                f"({effect_ratio_reading(verdict['effect_ratio'])})."
+                f"({effect_ratio_reading(verdict['effect_ratio'])}).",
             )
+            for priority, _, verdict in ranked
+        ],
+    )
+
+
+def _claims_line(summary: Summary) -> str:
+    return (
+        f"{summary.claims} claim{'s' if summary.claims != 1 else ''}: {summary.tested} tested "
+        f"here, {summary.claims - summary.tested} not tested here."
+    )
+
+
+def summary_lines(document: Mapping) -> list[str]:
+    """The summary as Markdown: the counts as a table, the claims to read first as a list."""
+    summary = summarize(document)
+    lines = [
+        _claims_line(summary),
+        "",
+        "| setup | " + " | ".join(VERDICT_ORDER) + " |",
+        "|---|" + "---|" * len(VERDICT_ORDER),
+    ]
+    for row, by_verdict in summary.counts.items():
+        lines.append(f"| {row} | " + " | ".join(str(by_verdict[v]) for v in VERDICT_ORDER) + " |")
+    if summary.no_paper_setup:
+        lines += ["", NO_PAPER_SETUP]
+    if summary.commands:
+        lines += ["", "Not tested here: " + "; ".join(
+            f"`snakemake --cores N {command}`" for command in summary.commands
+        ) + " tests them."]  # fmt: skip
+    if summary.first:
+        lines += ["", "Read these first:", ""]
+        lines += [f"1. **{claim}**: {line}" for claim, line in summary.first]
     return lines
 
 
 def text_summary(document: Mapping) -> list[str]:
-    """:func:`summary_lines` for a terminal: the counts per label in a line each, the claims
-    to read first by id."""
-    lines = []
-    for line in summary_lines(document):
-        if line.startswith("| setup |") or line.startswith("|---"):
-            continue
-        if line.startswith("| "):
-            row, *numbers = [cell.strip() for cell in line.strip("|").split("|")]
-            counted = [f"{n} {v}" for v, n in zip(VERDICT_ORDER, numbers, strict=True) if n != "0"]
-            lines.append(f"{row}: {', '.join(counted)}")
-        elif line.startswith("1. "):
-            lines.append("read first: " + line.removeprefix("1. ").replace("**", ""))
-        elif line and line != "Read these first:":
-            lines.append(line.replace("`", ""))
+    """The summary for a terminal: the counts per label in a line each, the claims to read
+    first by id."""
+    summary = summarize(document)
+    lines = [_claims_line(summary)]
+    for row, by_verdict in summary.counts.items():
+        counted = [f"{n} {v}" for v, n in by_verdict.items() if n]
+        lines.append(f"{row}: {', '.join(counted)}")
+    if summary.no_paper_setup:
+        lines.append(NO_PAPER_SETUP)
+    if summary.commands:
+        commands = "; ".join(f"snakemake --cores N {command}" for command in summary.commands)
+        lines.append(f"Not tested here: {commands} tests them.")
+    lines += [f"read first: {claim}: {line}" for claim, line in summary.first]
     return lines
 
 
