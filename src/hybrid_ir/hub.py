@@ -10,7 +10,7 @@ Validation stops at a hub id without a pin (:func:`check_pins`), then points eve
 the cache directory of that id and revision (:func:`use_model_cache`). The directory is an
 output of the workflow's local rule ``fetch_hub_model``, which runs on the submit host (the
 machine with internet) before any job that loads the model, and is an input of each such job:
-compute jobs read files only, with the hub switched off (:func:`hybrid_ir.logged.set_hub_access`),
+compute jobs read files only, with the hub switched off (:func:`set_hub_access`),
 so cluster nodes without internet run them. The fetch records every file's sha256 in the
 provenance, which every result made with the model inherits.
 """
@@ -18,17 +18,18 @@ provenance, which every result made with the model inherits.
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import shutil
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from hybrid_ir.errors import ConfigError, HybridIRError
 from hybrid_ir.formats import atomic_directory, atomic_output
-from hybrid_ir.logged import set_hub_access
+from hybrid_ir.members import sha256_of
 from hybrid_ir.paths import RESULTS
-from hybrid_ir.provenance import file_sha256
 
 CACHE = f"{RESULTS}/models/hub"
 
@@ -67,6 +68,16 @@ def model_references(config: Mapping[str, Any]) -> Iterator[tuple[str, dict, str
 
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 """A Hugging Face hub id: ``owner/name`` or a bare legacy name (``bert-base-uncased``)."""
+
+
+def set_hub_access(allowed: bool) -> None:
+    """Allow or forbid this process's requests to the hub (huggingface_hub's offline mode,
+    which transformers follows too), also when the client was imported already."""
+    value = "0" if allowed else "1"
+    os.environ["HF_HUB_OFFLINE"] = os.environ["TRANSFORMERS_OFFLINE"] = value
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:
+        vars(constants)["HF_HUB_OFFLINE"] = not allowed  # read once, at its import
 
 
 def local_checkpoint(name: str) -> Path | None:
@@ -161,7 +172,7 @@ def fetch_model(model: str, revision: str, destination: str | Path) -> dict[str,
             hf_hub_download(model, name, revision=revision, local_dir=staging)
         shutil.rmtree(Path(staging) / ".cache", ignore_errors=True)
         return {
-            path.relative_to(staging).as_posix(): file_sha256(path)
+            path.relative_to(staging).as_posix(): sha256_of(path)
             for path in fetched_files(Path(staging))
         }
 

@@ -33,6 +33,7 @@ from typing import Any
 from hybrid_ir.config_sources import attributed_message, read_layers
 from hybrid_ir.errors import HybridIRError, printable, quoted
 from hybrid_ir.formats import line_limit, relevance_limit
+from hybrid_ir.hub import set_hub_access
 from hybrid_ir.job_log import configure_job_log, header
 from hybrid_ir.job_progress import report_bars_as_lines
 from hybrid_ir.paths import MANIFEST
@@ -107,16 +108,6 @@ def _slow_seconds(value: str | None) -> int:
 JOB_SERVER_PID_ENV = "HYBRID_IR_JOB_SERVER_PID"
 """Set in a job forked from a job server (its pid); named here rather than imported from the
 server's module, so that the server's code is not part of every job's code digest."""
-
-
-def set_hub_access(allowed: bool) -> None:
-    """Allow or forbid this process's requests to the hub (huggingface_hub's offline mode,
-    which transformers follows too), also when the client was imported already."""
-    value = "0" if allowed else "1"
-    os.environ["HF_HUB_OFFLINE"] = os.environ["TRANSFORMERS_OFFLINE"] = value
-    constants = sys.modules.get("huggingface_hub.constants")
-    if constants is not None:
-        vars(constants)["HF_HUB_OFFLINE"] = not allowed  # read once, at its import
 
 
 def run_step(

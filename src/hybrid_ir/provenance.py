@@ -32,6 +32,7 @@ from typing import Any
 from hybrid_ir.environment import LOCK, environment_record
 from hybrid_ir.errors import HybridIRError, InputFormatError, printable
 from hybrid_ir.formats import atomic_output, parse_json, read_document
+from hybrid_ir.members import sha256_of
 from hybrid_ir.paths import RESULTS
 from hybrid_ir.raw_check import raw_input_problems
 
@@ -159,17 +160,9 @@ def seeds(value: Any, where: str = "params") -> dict[str, int]:
     return found
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def output_digest(path: Path) -> str | None:
     """sha256 of a file output; None for a directory (an index), whose files are many."""
-    return file_sha256(path) if path.is_file() else None
+    return sha256_of(path) if path.is_file() else None
 
 
 def _is_text_map(value: object, kind: type = str) -> bool:
@@ -381,7 +374,7 @@ def _node(result: str | Path, seen: set[str], depth: int) -> dict[str, Any]:
         state = "missing"
     elif record["sha256"] and not Path(name).is_file():
         state = "changed"
-    elif record["sha256"] and file_sha256(Path(name)) != record["sha256"]:
+    elif record["sha256"] and sha256_of(Path(name)) != record["sha256"]:
         state = "changed"
     else:
         state = "recorded"
