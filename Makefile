@@ -64,7 +64,7 @@ lock:
 		--output-file requirements.lock && \
 	$(BIN)/uv pip compile requirements-slurm.txt --constraint requirements.lock \
 		--constraint "$$constraint" $(LOCK_OPTIONS) --output-file "$$full" && \
-	$(BIN)/python -c 'import sys; from hybrid_ir.environment import write_locks; \
+	$(BIN)/python -c 'import sys; from hybrid_ir.jobs.environment import write_locks; \
 		write_locks("$(TORCH_VERSION)", sys.argv[1])' "$$full"; \
 	status=$$?; rm -f "$$constraint" "$$full"; exit $$status
 

@@ -3,14 +3,14 @@ import sys
 
 from snakemake.utils import min_version
 
-# The package from this workflow's own src/, here and in every job (hybrid_ir.package_source).
+# The package from this workflow's own src/, here and in every job (hybrid_ir.planning.package_source).
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 
-from hybrid_ir.checks import run_summary
-from hybrid_ir.jobserver import close_job_servers, open_job_servers
-from hybrid_ir.package_source import share_with_jobs
-from hybrid_ir.run_console import drain_console
-from hybrid_ir.snakemake_patches import (
+from hybrid_ir.evaluation.checks import run_summary
+from hybrid_ir.planning.jobserver import close_job_servers, open_job_servers
+from hybrid_ir.planning.package_source import share_with_jobs
+from hybrid_ir.monitor.console import drain_console
+from hybrid_ir.planning.snakemake_patches import (
     keep_one_pending_timer,
     read_configfiles_with_libyaml,
     run_python_scripts_in_job_servers,
@@ -19,7 +19,7 @@ from hybrid_ir.snakemake_patches import (
 
 min_version("9.0")
 share_with_jobs()
-# Snakemake's own costs the workflow does without (hybrid_ir.snakemake_patches): a scheduler
+# Snakemake's own costs the workflow does without (hybrid_ir.planning.snakemake_patches): a scheduler
 # wake-up timer per finished job; pandas and pure-Python YAML at every start; torch's and
 # transformers' imports in every torch job (job servers, where the configuration has them).
 keep_one_pending_timer()

@@ -6,12 +6,12 @@ tokens), as in BEIR's biomedical sets (TREC-COVID, NFCorpus, BioASQ average 160 
 drawn from a 100,000-word vocabulary with Zipf frequencies (s = 1.07) whose 40 most frequent
 words are English stop words. It goes through the workflow's own code:
 
-1. index: :func:`hybrid_ir.lucene.index.build_bm25_index` (flat layout, one thread, as the
-   ``bm25_index`` rule);
-2. search: :func:`hybrid_ir.lucene.search.bm25_search`, top 1,000 for each of 50 queries of 3
-   to 8 non-stop words;
-3. rerank: the ``askme`` retriever (:func:`hybrid_ir.retrieval.retrieve`, as the ``retrieve``
-   rule), the top 100 of each query read one by one from the index's stored documents.
+1. index: :func:`hybrid_ir.retrieval.lucene.index.build_bm25_index` (flat layout, one thread, the
+   documents' raw JSON stored, as the ``bm25_index`` rule builds an index an askme retriever reads);
+2. search: :func:`hybrid_ir.retrieval.lucene.search.bm25_search`, top 1,000 for each of 50
+   queries of 3 to 8 non-stop words;
+3. rerank: the ``askme`` retriever (:func:`hybrid_ir.retrieval.retrievers.retrieve`, as the
+   ``retrieve`` rule), the top 100 of each query read one by one from the index's stored documents.
 
 Each stage runs in its own process, so that its peak resident set (``ru_maxrss``; the JVM that
 pyserini starts in the process counts in it) is its own, and its resident set at the end is
@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +39,7 @@ import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
+import harness
 import numpy as np
 
 STOP_WORDS = (
@@ -135,7 +134,7 @@ def query_records(queries: int, seed: int) -> list[dict]:
 
 
 def stage_generate(folder: Path, documents: int, seed: int, queries: int) -> dict:
-    from hybrid_ir.formats import write_records
+    from hybrid_ir.data.formats import write_records
 
     written = write_records(folder / "corpus.jsonl", corpus_records(documents, seed))
     write_records(folder / "topics.jsonl", query_records(queries, seed))
@@ -143,15 +142,15 @@ def stage_generate(folder: Path, documents: int, seed: int, queries: int) -> dic
 
 
 def stage_index(folder: Path) -> dict:
-    from hybrid_ir.lucene.index import build_bm25_index
+    from hybrid_ir.retrieval.lucene.index import build_bm25_index
 
-    stats = build_bm25_index(folder / "corpus.jsonl", folder / "bm25-flat", "flat")
-    size = sum(path.stat().st_size for path in (folder / "bm25-flat").iterdir())
-    return {"indexed": stats["documents"], "index_mb": size / 2**20}
+    stats = build_bm25_index(folder / "corpus.jsonl", folder / "bm25-flat", "flat", store_raw=True)
+    size, _ = harness.directory_bytes(folder / "bm25-flat")
+    return {"indexed": stats["documents"], "index_mb": size / harness.MIB}
 
 
 def stage_search(folder: Path) -> dict:
-    from hybrid_ir.lucene.search import bm25_search
+    from hybrid_ir.retrieval.lucene.search import bm25_search
 
     lines = bm25_search(
         folder / "bm25-flat",
@@ -169,8 +168,8 @@ def stage_search(folder: Path) -> dict:
 
 
 def stage_rerank(folder: Path, in_memory: bool) -> dict:
-    from hybrid_ir.retrieval import Request, retrieve
-    from hybrid_ir.runs import write_run
+    from hybrid_ir.data.runs import write_run
+    from hybrid_ir.retrieval.retrievers import Request, retrieve
 
     request = Request(
         corpus=folder / "corpus.jsonl",
@@ -181,9 +180,9 @@ def stage_rerank(folder: Path, in_memory: bool) -> dict:
         index=folder / "bm25-flat",
     )
     if in_memory:
-        from hybrid_ir.askme import AskMeConfig, rerank
-        from hybrid_ir.formats import read_records
-        from hybrid_ir.runs import read_run
+        from hybrid_ir.data.formats import read_records
+        from hybrid_ir.data.runs import read_run
+        from hybrid_ir.retrieval.askme import AskMeConfig, rerank
 
         corpus = {record["id"]: record for record in read_records(request.corpus)}
         topics = {str(topic["id"]): str(topic["text"]) for topic in read_records(request.topics)}
@@ -202,26 +201,13 @@ def stage_rerank(folder: Path, in_memory: bool) -> dict:
 def start_up(stage: str) -> None:
     """Import what the stage needs and start the JVM, before anything is measured but RSS: the
     imports (pyserini brings torch) take the same seconds and heap at every corpus size."""
-    from hybrid_ir.askme import stop_words
+    from hybrid_ir.retrieval.askme import stop_words
 
     stop_words()
     if stage != "rerank-in-memory":
-        from hybrid_ir.lucene.jvm import pyserini_modules
+        from hybrid_ir.retrieval.lucene.jvm import pyserini_modules
 
         pyserini_modules()
-
-
-def resident_split() -> dict[str, float]:
-    """The resident set at the end of the stage, split: anonymous memory (Python and JVM heaps,
-    which the JVM does not hand back, so near their peak) and pages of mapped files (Lucene reads
-    its index through mmap; the kernel can drop these clean pages at any time)."""
-    fields = {"RssAnon": "rss_anon_mb", "RssFile": "rss_file_mb"}
-    split = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in fields:
-            split[fields[key]] = int(value.split()[0]) / 1024  # kB
-    return split
 
 
 def child(arguments: argparse.Namespace) -> None:
@@ -243,25 +229,22 @@ def child(arguments: argparse.Namespace) -> None:
         facts = stage_rerank(folder, arguments.stage == "rerank-in-memory")
     facts["seconds"] = time.perf_counter() - start
     facts["startup_seconds"] = startup
-    # Linux reports ru_maxrss in KiB.
-    facts["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    facts |= resident_split()
+    facts["peak_rss_mb"] = harness.peak_rss() / harness.MIB
+    # The resident set at the end of the stage, split: anonymous memory (Python and JVM heaps,
+    # which the JVM does not hand back, so near their peak) and pages of mapped files (Lucene
+    # reads its index through mmap; the kernel can drop these clean pages at any time).
+    facts |= {f"rss_{key}_mb": size / harness.MIB for key, size in harness.resident().items()}
     print("RESULT " + json.dumps(facts), flush=True)
 
 
 def measure(stage: str, folder: Path, arguments: argparse.Namespace) -> dict:
-    command = [sys.executable, __file__, "--stage", stage, "--folder", str(folder)]
-    command += ["--documents", str(arguments.documents), "--seed", str(arguments.seed)]
-    command += ["--queries", str(arguments.queries)]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode:
-        sys.exit(f"stage {stage} failed:\n{done.stderr[-3000:]}")
-    result = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")][-1]
-    return json.loads(result.removeprefix("RESULT "))
+    command = ["--stage", stage, "--folder", str(folder), "--documents", str(arguments.documents),
+               "--seed", str(arguments.seed), "--queries", str(arguments.queries)]  # fmt: skip
+    return harness.child_json(__file__, command, label=f"stage {stage}", prefix="RESULT ")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--documents", type=int, nargs="+", default=[1_000_000])
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
@@ -285,12 +268,8 @@ def main() -> None:
             if documents <= arguments.in_memory_up_to:
                 stages.append("rerank-in-memory")
             for stage in stages:
-                facts = measure(stage, folder, arguments)
-                shown = ", ".join(
-                    f"{key} {value:,.1f}" if isinstance(value, float) else f"{key} {value:,}"
-                    for key, value in facts.items()
-                )
-                print(f"{documents:>9,} documents  {stage:<16} {shown}", flush=True)
+                facts = harness.key_values(measure(stage, folder, arguments))
+                print(f"{documents:>9,} documents  {stage:<16} {facts}", flush=True)
             if "rerank-in-memory" in stages:
                 same = (folder / "askme.trec").read_bytes() == (
                     folder / "askme-in-memory.trec"

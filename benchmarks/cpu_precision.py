@@ -17,17 +17,14 @@ Usage: python benchmarks/cpu_precision.py [--threads N]
 
 from __future__ import annotations
 
-import argparse
-
-from math_models import best_of
+import harness
 
 GOAL = 0.60
 
 
 def best_seconds(function, repeats: int) -> float:
-    """math_models' best-of timing after one untimed warm-up call."""
-    function()
-    return best_of(repeats, function)
+    """The best of ``repeats`` timed calls after one untimed warm-up call."""
+    return harness.best_of(repeats, function, warm_up=True)
 
 
 def matmul_limit(dtype, size: int = 2048, repeats: int = 5) -> float:
@@ -47,7 +44,7 @@ def counted_flops(function) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
 

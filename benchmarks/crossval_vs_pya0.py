@@ -6,8 +6,8 @@ cross-validate alpha in {0.1, ..., 0.9} for nDCG@10 with pya0's fold rule (``mod
 seed 1234):
 
 * hybrid_ir: read the runs and qrels once, then per alpha ``fusion.linear`` and ``evaluate``
-  (ir_measures, pytrec_eval backend) in memory, then :func:`hybrid_ir.crossval.cross_validate`
-  on the per-topic table;
+  (ir_measures, pytrec_eval backend) in memory, then
+  :func:`hybrid_ir.fusion.crossval.cross_validate` on the per-topic table;
 * pya0: per alpha ``mergerun.merge_run_files`` writes the fused run; ``split_run_files``
   writes each fused run's fold train/test files; each of those 90 files is evaluated, the
   means go to a TSV, and ``cross_validate_tsv`` picks the alphas. pya0 ran the trec_eval binary
@@ -29,17 +29,17 @@ import logging
 import re
 import sys
 import tempfile
-import time
 import types
 from pathlib import Path
 
+import harness
 import numpy as np
 import pytrec_eval
 
-from hybrid_ir.crossval import ALPHAS, PAPER_SEED, crossvalidate_linear
-from hybrid_ir.evaluate import load_qrels
-from hybrid_ir.pya0_modules import load_crossvalidate
-from hybrid_ir.runs import read_run, write_run
+from hybrid_ir.data.qrels import read_qrels as load_qrels
+from hybrid_ir.data.runs import read_run, write_run
+from hybrid_ir.fusion.crossval import ALPHAS, PAPER_SEED, crossvalidate_linear
+from hybrid_ir.retrieval.pya0_modules import load_crossvalidate
 
 TOPICS = 100
 DEPTH = 1000
@@ -162,7 +162,7 @@ def pya0_fold_choices(crossvalidate, lines: list[str], folder: Path) -> list[tup
 
 def main() -> int:
     # Two judged topics are never retrieved on purpose; evaluate() warns about each fused run.
-    logging.getLogger("hybrid_ir.evaluate").setLevel(logging.ERROR)
+    logging.getLogger("hybrid_ir.evaluation.measures").setLevel(logging.ERROR)
     crossvalidate, mergerun = load_crossvalidate()
     with tempfile.TemporaryDirectory(prefix="crossval-vs-pya0-") as tmp:
         folder = Path(tmp)
@@ -172,13 +172,11 @@ def main() -> int:
         print(f"task: {K_FOLDS}-fold cross-validation of alpha in {list(ALPHAS)} on {METRIC},")
         print(f"      pya0's fold rule (legacy mode), seed {PAPER_SEED}")
 
-        start = time.perf_counter()
-        ours = run_hybrid_ir(*paths)
-        ours_seconds = time.perf_counter() - start
-
-        start = time.perf_counter()
-        pya0_lines, (pya0_frequencies, pya0_mean) = run_pya0(crossvalidate, mergerun, *paths)
-        pya0_seconds = time.perf_counter() - start
+        with harness.stopwatch() as ours_time:
+            ours = run_hybrid_ir(*paths)
+        with harness.stopwatch() as pya0_time:
+            pya0_lines, (pya0_frequencies, pya0_mean) = run_pya0(crossvalidate, mergerun, *paths)
+        ours_seconds, pya0_seconds = ours_time.seconds, pya0_time.seconds
 
         pya0_folds = pya0_fold_choices(crossvalidate, pya0_lines, folder)
 

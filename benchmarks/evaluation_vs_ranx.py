@@ -1,4 +1,5 @@
-"""Time one evaluation: hybrid_ir.evaluate against ranx 0.3.21 (numba kernels), same process.
+"""Time one evaluation: hybrid_ir.evaluation.measures against ranx 0.3.21 (numba kernels), same
+process.
 
 Both start from the same in-memory qrels and run (77 topics x 1,000 documents, like ARQMath-1;
 graded 0-3 judgments on 120 documents per topic; scores drawn without ties, so that no tie
@@ -27,13 +28,13 @@ import sys
 import warnings
 from collections.abc import Callable
 
+import harness
 import numpy as np
-from math_models import best_of
 from ranx import Qrels as RanxQrels
 from ranx import Run as RanxRun
 from ranx import evaluate as ranx_evaluate
 
-from hybrid_ir.evaluate import evaluate
+from hybrid_ir.evaluation.measures import evaluate
 
 # ranx's own nDCG kernel casts its input in a way numba warns about on every compilation.
 warnings.filterwarnings("ignore", message="unsafe cast from uint64 to int64")
@@ -78,8 +79,8 @@ def generate() -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
 
 
 def best_seconds(call: Callable[[], object]) -> float:
-    call()  # numba's compilation, pytrec_eval's first load
-    return best_of(REPEATS, call)
+    # Warmed up: numba's compilation, pytrec_eval's first load.
+    return harness.best_of(REPEATS, call, warm_up=True)
 
 
 def ranx_per_topic(qrels, run, metrics: list[str]) -> dict[str, dict[str, float]]:

@@ -14,14 +14,13 @@ Usage: python benchmarks/gpu_determinism.py [--device cuda|cpu] [--steps S]
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import random
 import tempfile
-import time
 from pathlib import Path
 
+import harness
 import torch
 from safetensors.torch import load_file
 from transformers import BertConfig, BertForPreTraining, BertTokenizerFast
@@ -34,6 +33,8 @@ WORDS = [f"w{a}{b}" for a in "abcdefghij" for b in "klmnopqrst"]
 MATH = ["<x>", "<supscript>", "<2>", "<frac>"]
 MODES = [("fp32", False, "default"), ("fp32", False, "math"), ("fp32", True, "default"),
          ("bf16", True, "default"), ("bf16", True, "math")]  # fmt: skip
+COLUMNS = ("loop", "precision", "tf32", "attention", "same losses", "same weight bytes",
+           "max weight diff", "s per run")  # fmt: skip
 
 
 def synthetic_inputs(root: Path, layers: int, hidden: int) -> dict[str, Path]:
@@ -127,7 +128,7 @@ def dpr(inputs: dict, out: Path, device: str, precision: str, steps: int) -> lis
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--layers", type=int, default=4)
@@ -137,9 +138,7 @@ def main() -> None:
     name = torch.cuda.get_device_name(0) if args.device == "cuda" else "CPU"
     print(f"# Training twice on one device: {name}, torch {torch.__version__}")
     print(f"BERT {args.layers} layers x {args.hidden}, {args.steps} steps of 16, 256 pieces\n")
-    print("| loop | precision | tf32 | attention | same losses | same weight bytes | "
-          "max weight diff | s per run |")  # fmt: skip
-    print("|---|---|---|---|---|---|---:|---:|")
+    print(harness.markdown_header(COLUMNS, right=COLUMNS[-2:]))
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         inputs = synthetic_inputs(root / "inputs", args.layers, args.hidden)
@@ -150,14 +149,14 @@ def main() -> None:
                 outs, curves, seconds = [], [], []
                 for attempt in range(2):
                     out = root / f"{loop}-{precision}-{tf32}-{kind}-{attempt}"
-                    start = time.perf_counter()
-                    with attention(kind):
+                    with harness.stopwatch() as watch, attention(kind):
                         curves.append(train(inputs, out, args.device, precision, args.steps))
-                    seconds.append(time.perf_counter() - start)
+                    seconds.append(watch.seconds)
                     outs.append(out / "model")
                 same, diff = compare(*outs)
-                print(f"| {loop} | {precision} | {tf32} | {kind} | {curves[0] == curves[1]} | "
-                      f"{same} | {diff:.2e} | {min(seconds):.1f} |", flush=True)  # fmt: skip
+                row = (loop, precision, tf32, kind, curves[0] == curves[1], same, f"{diff:.2e}",
+                       f"{min(seconds):.1f}")  # fmt: skip
+                print(harness.markdown_row(row), flush=True)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@
 A stand-in job imports what the encoder and ColBERT jobs import (``hybrid_ir.neural.encoders``,
 ``hybrid_ir.neural.colbert``: torch, transformers, colbert-ai, faiss) and exits. It runs
 ``--repeat`` times each way, alternating: ``python job.py`` (what Snakemake runs without job
-servers) and ``python -m hybrid_ir.jobserver run job.py`` against one server (started before
-the first served run; its preloading is printed apart, as a run pays it once per job
+servers) and ``python -m hybrid_ir.planning.jobserver run job.py`` against one server (started
+before the first served run; its preloading is printed apart, as a run pays it once per job
 environment). Prints the median wall time of each and the saving per job.
 
     .venv/bin/python benchmarks/job_start.py [--repeat 5]
@@ -12,16 +12,16 @@ environment). Prints the median wall time of each and the saving per job.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from hybrid_ir import jobserver
+import harness
+
+from hybrid_ir.planning import jobserver
 
 JOB = """\
 import hybrid_ir.neural.colbert
@@ -30,13 +30,11 @@ import hybrid_ir.neural.encoders
 
 
 def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
-    began = time.perf_counter()
-    subprocess.run(command, cwd=cwd, env=env, check=True)
-    return time.perf_counter() - began
+    return harness.seconds(lambda: subprocess.run(command, cwd=cwd, env=env, check=True))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--repeat", type=int, default=5)
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="job-start-") as folder:
@@ -53,7 +51,7 @@ def main() -> None:
             jobserver.DIRECTORY_ENV: str(servers),
             jobserver.OWNER_ENV: str(os.getpid()),
         }
-        served = [sys.executable, "-m", "hybrid_ir.jobserver", "run", "job.py"]
+        served = [sys.executable, "-m", "hybrid_ir.planning.jobserver", "run", "job.py"]
         first = timed(served, work, served_env)  # starts the server: it preloads first
         fresh_times, served_times = [], []
         for _ in range(arguments.repeat):

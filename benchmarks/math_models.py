@@ -13,27 +13,16 @@ Usage: python benchmarks/math_models.py [--docs N] [--max-length L]
 
 from __future__ import annotations
 
-import argparse
-import csv
 import itertools
 import json
-import time
-from pathlib import Path
 
-RESULTS = Path("results")
+import harness
+from harness import RESULTS, best_of
+
 BRANCH = [
     "pretok/*.tsv", "models/*.tsv", "index/arqmath/dpr-*.tsv", "index/arqmath/colbert-*.tsv",
     "runs/arqmath/*/dpr-*.tsv", "runs/arqmath/*/colbert-*.tsv", "runs/arqmath/*/tfidf-qa-mlm.tsv",
 ]  # fmt: skip
-
-
-def best_of(repeats: int, function) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def encoding(docs: int, max_length: int, batch_size: int) -> None:
@@ -41,7 +30,7 @@ def encoding(docs: int, max_length: int, batch_size: int) -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from hybrid_ir.formats import read_records
+    from hybrid_ir.data.formats import read_records
     from hybrid_ir.neural.dense import document_text
     from hybrid_ir.neural.models import Encoder, backbone_path
 
@@ -95,16 +84,12 @@ def indexes() -> None:
 
 
 def branch_time() -> None:
-    total = 0.0
-    for pattern in BRANCH:
-        for path in (RESULTS / "benchmarks").glob(pattern):
-            with open(path, encoding="utf-8") as handle:
-                total += sum(float(row["s"]) for row in csv.DictReader(handle, delimiter="\t"))
+    total = harness.benchmark_seconds(BRANCH)
     print(f"math language-model branch: {total / 60:.1f} min of job wall time in total")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--docs", type=int, default=400)
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=32)

@@ -8,12 +8,12 @@ else the machine did a moment before.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+import harness
 
 LIMIT_SECONDS = 10.0
 """Exit status 1 above this (CI runs the script): a re-run that plans work, or a hang."""
@@ -22,7 +22,7 @@ GOAL_SECONDS = 3.0
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("targets", nargs="*")
     arguments = parser.parse_args()
@@ -30,9 +30,9 @@ def main() -> int:
     command = [str(snakemake), "--cores", "2", *arguments.targets]
     times = []
     for _ in range(arguments.repeats):
-        start = time.perf_counter()
-        finished = subprocess.run(command, capture_output=True, text=True)
-        times.append(time.perf_counter() - start)
+        with harness.stopwatch() as watch:
+            finished = subprocess.run(command, capture_output=True, text=True)
+        times.append(watch.seconds)
         output = finished.stdout + finished.stderr
         if finished.returncode != 0 or "Nothing to be done" not in output:
             print("the re-run was not a no-op:\n" + output[-3000:])

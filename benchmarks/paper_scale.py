@@ -42,17 +42,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
-import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-GIB = 1024**3
-MIB = 1024**2
+import harness
+from harness import GIB, MIB, REPO
+
 CONFIGS = [REPO / "config.yaml", REPO / "configs" / "paper.yaml"]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
@@ -112,7 +112,10 @@ SHAPES = {
 
 # Workload sizes: value and source, printed with the results.
 ASSUMPTIONS: dict[str, tuple[float, str]] = {
-    "arqmath_answers": (1.4e6, "ARQMath collection, paper 000 section 4 (docs/scaling.md)"),
+    "arqmath_answers": (
+        float(harness.ARQMATH_ANSWERS),
+        "ARQMath collection, paper 000 section 4 (docs/scaling.md)",
+    ),
     "sentences_per_answer": (
         14,
         "issue 27: ~19M adjacent pairs at 1.4M answers (question "
@@ -143,7 +146,10 @@ ASSUMPTIONS: dict[str, tuple[float, str]] = {
         "mean word pieces of an answer (docs/scaling.md); encoding batches "
         "are length-sorted, so little padding",
     ),
-    "ntcir12_formulas": (5.91e5, "NTCIR-12 Wiki-Formula, paper 000 section 4"),
+    "ntcir12_formulas": (
+        float(harness.NTCIR12_FORMULAS),
+        "NTCIR-12 Wiki-Formula, paper 000 section 4",
+    ),
     "formula_tokens": (64, "word pieces of a pre-tokenized formula document (assumed)"),
     "topics_per_set": (100, "ARQMath-1/-2 topic files (NTCIR-12 concrete: 20)"),
     "ntcir12_topics": (20, "NTCIR-12 concrete topics"),
@@ -231,28 +237,10 @@ def activation_bytes(
     return layers + embeddings + head
 
 
-def accumulation_steps(batch: int, gpus: int, micro: int | None) -> int:
-    """Forward passes per optimizer step on each rank: its share of the global batch in
-    micro-batches (one pass without micro-batches)."""
-    if batch % gpus:
-        raise ValueError(f"a global batch of {batch} does not split over {gpus} GPUs")
-    share = batch // gpus
-    if micro is None or micro >= share:
-        return 1
-    if share % micro:
-        raise ValueError(f"micro-batch {micro} does not divide the per-GPU share {share}")
-    return share // micro
-
-
 def pya0_pairs(sentences: float, window: int) -> float:
     """Pairs pya0's generator makes of ``sentences``: a pointer reads ``window`` sentences at a
     time, 1.5 reads per pair on average."""
     return sentences / (assumption("pya0_reads_per_pair") * window)
-
-
-def training_steps(epochs: float, examples: float, batch: int, heldout: float = 0.0) -> int:
-    """Optimizer steps of ``epochs`` passes over the examples not held out."""
-    return max(1, math.ceil(epochs * examples * (1 - heldout) / batch))
 
 
 def attempts_needed(work_s: float, runtime_s: float, startup_s: float, lost_s: float) -> float:
@@ -407,8 +395,8 @@ def project(
 
 
 def load_config(files: list[Path]) -> dict:
-    from hybrid_ir.config import validate_config
-    from hybrid_ir.config_layers import config_layers, merged_config
+    from hybrid_ir.config.layers import config_layers, merged_config
+    from hybrid_ir.config.validation import validate_config
 
     config = merged_config(config_layers(files, {}))
     # Job sizes, not models: the hub models need no pin to be sized.
@@ -467,7 +455,7 @@ def arqmath_sentences_per_answer(path: Path) -> float | None:
     question's text counted once, as pretraining reads it), or None without the file."""
     if not path.is_file():
         return None
-    from hybrid_ir.formats import read_records
+    from hybrid_ir.data.formats import read_records
     from hybrid_ir.neural.pretrain_data import sentences
 
     seen: set[str] = set()
@@ -528,23 +516,106 @@ def _run_shape(math_config: dict, run: dict, notes: list[str]) -> Shape:
     return shape_of(run["checkpoint"], notes)
 
 
+@dataclass(frozen=True)
+class Split:
+    """A training step's global batch as the training code shares it out: ``share`` rows per
+    rank (``Ranks.rows``), each rank's in ``accumulation`` forward passes of ``rows``."""
+
+    ranks: int
+    micro_batch: int | None
+    accumulation: int
+    share: int
+    rows: int
+
+
+def batch_split(config: dict, section: str, settings: Mapping[str, Any]) -> Split:
+    """How ``math_models.<section>``'s training (``settings``: its entry) splits a step's batch
+    on a GPU job of the configuration: its processes (``training_processes``, the most where
+    several are possible), then hybrid_ir.neural.distributed's ``accumulation_steps`` (a
+    ConfigError where the batch does not split) and ``micro_batch_rows``, as the training
+    code itself calls them."""
+    from hybrid_ir.config.settings import training_processes
+    from hybrid_ir.neural.distributed import Ranks, accumulation_steps, micro_batch_rows
+
+    batch, micro = settings["batch_size"], settings.get("micro_batch_size")
+    ranks = max(training_processes(config, section))
+    accumulation = accumulation_steps(batch, ranks, micro, f"math_models.{section}")
+    share = Ranks(0, ranks).rows(batch)
+    rows = micro_batch_rows(batch, ranks, accumulation)
+    return Split(ranks, micro, accumulation, share.stop - share.start, rows)
+
+
+def build_job(
+    config: dict,
+    rule: str,
+    what: str,
+    names: list[str],
+    shape: Shape,
+    *,
+    steps: int,
+    step_flops: float,
+    activations: float,
+    gpu_fixed: float,
+    host_bytes: float,
+    split: Split | None = None,
+    micro_batch: int | None = None,
+    instances: list[str] | None = None,
+    useful_flops: float | None = None,
+    tokens_per_step: float = 0.0,
+    extra_flops: dict[str, float] | None = None,
+    extra_s: float = 0.0,
+    checkpoint_every: int | None = None,
+    notes: list[str] | None = None,
+) -> Job:
+    """Every row is made here. The rule's request (GPUs, runtime, mem_mb, threads) comes from
+    the configuration. A training job (``split``: its batch as the code shares it out) resumes
+    from checkpoints of 12 bytes per parameter (weights, AdamW's two moments) and tokenises on
+    its threads per rank; any other job runs batches of ``micro_batch`` on one process, every
+    FLOP useful unless said, and must fit one runtime."""
+    from hybrid_ir.config.settings import rule_resources, rule_threads
+
+    request = rule_resources(config, rule)
+    ranks = split.ranks if split else 1
+    return Job(
+        label=_label(rule, what, names, shape),
+        rule=rule,
+        instances=names if instances is None else instances,
+        shape=shape,
+        gpus=request["gpu"],
+        ranks=ranks,
+        micro_batch=split.micro_batch if split else micro_batch,
+        accumulation=split.accumulation if split else 1,
+        steps=steps,
+        step_flops=step_flops,
+        useful_flops=step_flops if useful_flops is None else useful_flops,
+        tokens_per_step=tokens_per_step,
+        extra_flops=extra_flops or {},
+        extra_s=extra_s,
+        activations=activations,
+        gpu_fixed=gpu_fixed,
+        host_bytes=host_bytes,
+        runtime_min=request["runtime"],
+        mem_mb=request["mem_mb"],
+        resumes=split is not None,
+        checkpoint_every=checkpoint_every,
+        checkpoint_bytes=12 * total_params(shape) if split else 0.0,
+        threads=max(1, rule_threads(config, rule) // ranks) if split else 1,
+        notes=notes or [],
+    )
+
+
 def paper_jobs(config: dict, notes: list[str]) -> list[Job]:
     """Every GPU job of the configuration, grouped into rows of equal cost."""
-    from hybrid_ir.config_settings import (
+    from hybrid_ir.config.settings import (
         fine_tuning_settings,
         math_model_runs,
         pretraining_settings,
-        rule_resources,
-        rule_threads,
         trained_encoders,
-        training_processes,
     )
 
     math_config = config["math_models"]
     sixteen = math_config["precision"] != "fp32"
-    resources = {rule: rule_resources(config, rule) for rule in GPU_RULES}
     jobs: list[Job] = []
-    context = assumption("runtime_host_gib") * GIB
 
     # Pretraining: one job per backbone with pretrain: true.
     entries = []
@@ -557,55 +628,7 @@ def paper_jobs(config: dict, notes: list[str]) -> list[Job]:
         sentences = pretraining_sentences(math_config["pretraining"]["corpus"], notes)
     for _, names, shape in _grouped(entries):
         settings = pretraining_settings(math_config, names[0])
-        batch, micro = settings["batch_size"], settings.get("micro_batch_size")
-        length = settings["max_length"]
-        if settings.get("pairs") == "pya0":
-            pairs = pya0_pairs(sentences, settings.get("pair_window") or 3)
-        else:  # every adjacent pair: one fewer than the sentences of each document
-            pairs = sentences * (1 - 1 / assumption("sentences_per_answer"))
-        if settings.get("steps") is not None:
-            steps = int(settings["steps"])
-        else:
-            steps = training_steps(settings["epochs"], pairs, batch, settings["heldout"])
-        gpus = resources["pretrain"]["gpu"]
-        ranks = max(training_processes(config, "pretraining"))
-        useful = length * assumption("pretrain_useful_fraction")
-        masked = assumption("mlm_probability") * useful
-        flops = 3 * (forward_flops(shape, batch, length) + head_flops(shape, batch * masked))
-        useful_flops = 3 * (forward_flops(shape, batch, round(useful)))
-        useful_flops += 3 * head_flops(shape, batch * masked)
-        rows = micro or batch // ranks
-        params = total_params(shape)
-        jobs.append(
-            Job(
-                label=_label("pretrain", f"{_epochs(settings)}", names, shape),
-                rule="pretrain",
-                instances=names,
-                shape=shape,
-                gpus=gpus,
-                ranks=ranks,
-                micro_batch=micro,
-                accumulation=accumulation_steps(batch, ranks, micro),
-                steps=steps,
-                step_flops=flops,
-                useful_flops=useful_flops,
-                # Each rank tokenises the whole global batch and keeps its rows.
-                tokens_per_step=batch * length,
-                extra_flops={},
-                extra_s=0.0,
-                activations=activation_bytes(shape, rows, length, sixteen, rows * masked),
-                gpu_fixed=16 * params,
-                host_bytes=ranks
-                * (assumption("pretrain_data_gib_per_rank") * GIB + 16 * params + context),
-                runtime_min=resources["pretrain"]["runtime"],
-                mem_mb=resources["pretrain"]["mem_mb"],
-                resumes=True,
-                checkpoint_every=settings["checkpoint_every"],
-                checkpoint_bytes=12 * params,
-                threads=max(1, rule_threads(config, "pretrain") // ranks),
-                notes=[f"{pairs / 1e6:.2f}M pairs per epoch from {sentences / 1e6:.1f}M sentences"],
-            )
-        )
+        jobs.append(_pretrain_job(config, settings, names, shape, sentences, sixteen))
 
     # Fine-tuning: each encoder a backbone's models need (one job each), grouped by length
     # (DPR stops at its snapshot where the backbone keeps only that).
@@ -617,9 +640,7 @@ def paper_jobs(config: dict, notes: list[str]) -> list[Job]:
             entries.append(((encoder, length), backbone, shape_of(entry["model"], notes)))
     for (encoder, _, _), names, shape in _grouped(entries):
         settings = fine_tuning_settings(math_config, encoder, names[0])
-        jobs.append(
-            _finetune_job(config, encoder, settings, names, shape, resources["finetune"], sixteen)
-        )
+        jobs.append(_finetune_job(config, encoder, settings, names, shape, sixteen))
 
     # Encoding: index, search and re-ranking jobs of every encoder run.
     runs = math_model_runs(math_config)
@@ -634,9 +655,9 @@ def paper_jobs(config: dict, notes: list[str]) -> list[Job]:
                 for topics in sets:
                     search_entries.append(((run["kind"], collection), f"{name}/{topics}", shape))
     for (kind, collection), names, shape in _grouped_by_key(index_entries):
-        jobs.append(_index_job(config, kind, collection, names, shape, resources, sixteen))
+        jobs.append(_index_job(config, kind, collection, names, shape, sixteen))
     for (kind, collection), names, shape in _grouped_by_key(search_entries):
-        jobs.append(_search_job(config, kind, collection, names, shape, resources, sixteen))
+        jobs.append(_search_job(config, kind, collection, names, shape, sixteen))
 
     rerank_entries = []
     for name, run in runs.items():
@@ -646,7 +667,10 @@ def paper_jobs(config: dict, notes: list[str]) -> list[Job]:
             for topics in math_config["topics"]:
                 rerank_entries.append(((run["kind"], kind), f"{name}/{topics}", shape))
     for (rule_kind, kind), names, shape in _grouped_by_key(rerank_entries):
-        jobs.append(_rerank_job(config, rule_kind, kind, names, shape, resources, sixteen))
+        if rule_kind == "encoder_rerank":
+            jobs.append(_encoder_rerank_job(config, kind, names, shape, sixteen))
+        else:
+            jobs.append(_mlm_rerank_job(config, names, shape, sixteen))
     return jobs
 
 
@@ -667,34 +691,64 @@ def _grouped_by_key(entries: list[tuple[tuple, str, Shape]]) -> list[tuple[tuple
     return [(key, names, _widest(shapes)) for key, (names, shapes) in groups.items()]
 
 
-def _finetune_job(
-    config: dict,
-    encoder: str,
-    settings: dict,
-    names: list[str],
-    shape: Shape,
-    request: dict,
-    sixteen: bool,
+def _pretrain_job(
+    config: dict, settings: dict, names: list[str], shape: Shape, sentences: float, sixteen: bool
 ) -> Job:
-    from hybrid_ir.config_settings import rule_threads, training_processes
+    from hybrid_ir.neural.models import training_steps
 
-    batch, micro = settings["batch_size"], settings.get("micro_batch_size")
+    length = settings["max_length"]
+    if settings.get("pairs") == "pya0":
+        pairs = pya0_pairs(sentences, settings.get("pair_window") or 3)
+    else:  # every adjacent pair: one fewer than the sentences of each document
+        pairs = sentences * (1 - 1 / assumption("sentences_per_answer"))
+    split = batch_split(config, "pretraining", settings)
+    batch = settings["batch_size"]
+    useful = length * assumption("pretrain_useful_fraction")
+    masked = assumption("mlm_probability") * useful
+    flops = 3 * (forward_flops(shape, batch, length) + head_flops(shape, batch * masked))
+    useful_flops = 3 * (forward_flops(shape, batch, round(useful)))
+    useful_flops += 3 * head_flops(shape, batch * masked)
+    params = total_params(shape)
+    context = assumption("runtime_host_gib") * GIB
+    data = assumption("pretrain_data_gib_per_rank") * GIB
+    return build_job(
+        config,
+        "pretrain",
+        _epochs(settings),
+        names,
+        shape,
+        split=split,
+        # Epochs over the pairs not held out, as the training code counts them.
+        steps=training_steps(settings, pairs * (1 - settings["heldout"])),
+        step_flops=flops,
+        useful_flops=useful_flops,
+        # Each rank tokenises the whole global batch and keeps its rows.
+        tokens_per_step=batch * length,
+        activations=activation_bytes(shape, split.rows, length, sixteen, split.rows * masked),
+        gpu_fixed=16 * params,
+        host_bytes=split.ranks * (data + 16 * params + context),
+        checkpoint_every=settings["checkpoint_every"],
+        notes=[f"{pairs / 1e6:.2f}M pairs per epoch from {sentences / 1e6:.1f}M sentences"],
+    )
+
+
+def _finetune_job(
+    config: dict, encoder: str, settings: dict, names: list[str], shape: Shape, sixteen: bool
+) -> Job:
+    from hybrid_ir.config.settings import rule_resources
+    from hybrid_ir.neural.models import training_steps
+
     if encoder == "dpr":
         query, passage = settings["query_max_length"], settings["passage_max_length"]
     else:
         query, passage = settings["query_maxlen"], settings["doc_maxlen"]
-    if settings.get("steps") is not None:
-        steps = int(settings["steps"])
-    else:
-        steps = training_steps(settings["epochs"], assumption("triplets"), batch)
-    ranks = max(training_processes(config, encoder))
-    accumulation = accumulation_steps(batch, ranks, micro)
+    split = batch_split(config, encoder, settings)
+    batch, rows = settings["batch_size"], split.rows
     # DPR below its share caches the batch's vectors (GradCache): every sequence is encoded
     # twice, once without gradients, so 2 + 6 = 8 N T instead of 6 N T.
-    cached = encoder == "dpr" and accumulation > 1
+    cached = encoder == "dpr" and split.accumulation > 1
     passes = 4 if cached else 3
     forward = forward_flops(shape, batch, query) + forward_flops(shape, 2 * batch, passage)
-    rows = micro or batch // ranks
     if cached:
         # The gradient pass encodes and back-propagates one role (queries, positives,
         # negatives) of one micro-batch at a time (hybrid_ir.neural.dpr._cached_loss).
@@ -709,33 +763,25 @@ def _finetune_job(
         if cached
         else []
     )
-    if encoder == "colbert" and request["gpu"] > ranks:
-        notes.append(f"ColBERT trains on {ranks} of the job's {request['gpu']} GPUs")
-    return Job(
-        label=_label("finetune", encoder, names, shape),
-        rule="finetune",
+    gpus = rule_resources(config, "finetune")["gpu"]
+    if encoder == "colbert" and gpus > split.ranks:
+        notes.append(f"ColBERT trains on {split.ranks} of the job's {gpus} GPUs")
+    return build_job(
+        config,
+        "finetune",
+        encoder,
+        names,
+        shape,
+        split=split,
         instances=[f"{encoder}-{name}" for name in names],
-        shape=shape,
-        gpus=request["gpu"],
-        ranks=ranks,
-        micro_batch=micro,
-        accumulation=accumulation,
-        steps=steps,
+        steps=training_steps(settings, assumption("triplets")),
         step_flops=passes * forward,
-        useful_flops=passes * forward,
         # Each rank tokenises its share once a step (both GradCache passes reuse it).
-        tokens_per_step=batch * (query + 2 * passage) / ranks,
-        extra_flops={},
-        extra_s=0.0,
+        tokens_per_step=float(split.share * (query + 2 * passage)),
         activations=activations,
         gpu_fixed=16 * params,
-        host_bytes=ranks * (per_rank_host + assumption("runtime_host_gib") * GIB),
-        runtime_min=request["runtime"],
-        mem_mb=request["mem_mb"],
-        resumes=True,
+        host_bytes=split.ranks * (per_rank_host + assumption("runtime_host_gib") * GIB),
         checkpoint_every=settings.get("checkpoint_every"),
-        checkpoint_bytes=12 * params,
-        threads=max(1, rule_threads(config, "finetune") // ranks),
         notes=notes,
     )
 
@@ -762,16 +808,9 @@ def colbert_partitions(embeddings: float) -> int:
 
 
 def _index_job(
-    config: dict,
-    kind: str,
-    collection: str,
-    names: list[str],
-    shape: Shape,
-    resources: dict,
-    sixteen: bool,
+    config: dict, kind: str, collection: str, names: list[str], shape: Shape, sixteen: bool
 ) -> Job:
     settings = config["math_models"][kind]
-    request = resources["encoder_index"]
     documents, tokens, text_bytes = _collection_size(collection)
     maximum = settings["passage_max_length"] if kind == "dpr" else settings["doc_maxlen"]
     tokens = min(tokens, maximum)
@@ -807,29 +846,20 @@ def _index_job(
             f"k-means: {sampled / 1e3:.0f}k sampled passages, {centroids:,} centroids, a "
             f"{sample / GIB:.1f} GiB float16 sample (x3 on the host, x2 on the GPU at its peak)"
         )
-    steps = math.ceil(encoded / batch)
-    return Job(
-        label=_label("encoder_index", f"{kind} {collection}", names, shape),
-        rule="encoder_index",
-        instances=names,
-        shape=shape,
-        gpus=request["gpu"],
-        ranks=1,
+    return build_job(
+        config,
+        "encoder_index",
+        f"{kind} {collection}",
+        names,
+        shape,
         micro_batch=batch,
-        accumulation=1,
-        steps=steps,
+        steps=math.ceil(encoded / batch),
         step_flops=forward_flops(shape, batch, tokens),
-        useful_flops=forward_flops(shape, batch, tokens),
-        tokens_per_step=0.0,
         extra_flops=extra_flops,
-        extra_s=0.0,
         # Inference keeps no graph: about one layer's tensors live at a time, at full length.
         activations=layer_activation_bytes(shape, batch, maximum, sixteen),
         gpu_fixed=4 * params + sample_on_gpu,
         host_bytes=host,
-        runtime_min=request["runtime"],
-        mem_mb=request["mem_mb"],
-        resumes=False,
         notes=notes,
     )
 
@@ -842,63 +872,44 @@ def _index_bytes(config: dict, kind: str, collection: str, shape: Shape) -> floa
     return documents * tokens * (settings["dim"] * settings["nbits"] / 8 + 4)
 
 
-def _search_job(
-    config: dict,
-    kind: str,
-    collection: str,
-    names: list[str],
-    shape: Shape,
-    resources: dict,
-    sixteen: bool,
-) -> Job:
+def _search_work(config: dict, kind: str, collection: str, shape: Shape, sixteen: bool) -> dict:
+    """What searching ``collection``'s index costs (:func:`build_job`'s arguments): the topics
+    encoded in batches of 32, the index read, one search per topic."""
     settings = config["math_models"][kind]
-    request = resources["encoder_search"]
     topics = assumption("ntcir12_topics" if collection == "ntcir12" else "topics_per_set")
     query = settings["query_max_length"] if kind == "dpr" else settings["query_maxlen"]
     index = _index_bytes(config, kind, collection, shape)
     latency = assumption(f"{kind}_search_s_per_query")
-    params = total_params(shape)
     # colbert-ai may hold the compressed index on the GPU: counted there too.
     on_gpu = index if kind == "colbert" else 0.0
-    return Job(
-        label=_label("encoder_search", f"{kind} {collection}", names, shape),
-        rule="encoder_search",
-        instances=names,
-        shape=shape,
-        gpus=request["gpu"],
-        ranks=1,
-        micro_batch=32,
-        accumulation=1,
-        steps=math.ceil(topics / 32),
-        step_flops=forward_flops(shape, 32, query),
-        useful_flops=forward_flops(shape, 32, query),
-        tokens_per_step=0.0,
-        extra_flops={},
-        extra_s=topics * latency + index / assumption("index_bytes_per_s"),
-        activations=layer_activation_bytes(shape, 32, query, sixteen),
-        gpu_fixed=4 * params + on_gpu,
-        host_bytes=index + 4 * params + assumption("runtime_host_gib") * GIB,
-        runtime_min=request["runtime"],
-        mem_mb=request["mem_mb"],
-        resumes=False,
+    return {
+        "micro_batch": 32,
+        "steps": math.ceil(topics / 32),
+        "step_flops": forward_flops(shape, 32, query),
+        "extra_s": topics * latency + index / assumption("index_bytes_per_s"),
+        "activations": layer_activation_bytes(shape, 32, query, sixteen),
+        "gpu_fixed": 4 * total_params(shape) + on_gpu,
+    }
+
+
+def _search_job(
+    config: dict, kind: str, collection: str, names: list[str], shape: Shape, sixteen: bool
+) -> Job:
+    index = _index_bytes(config, kind, collection, shape)
+    return build_job(
+        config,
+        "encoder_search",
+        f"{kind} {collection}",
+        names,
+        shape,
+        **_search_work(config, kind, collection, shape, sixteen),
+        host_bytes=index + 4 * total_params(shape) + assumption("runtime_host_gib") * GIB,
         notes=[f"index {index / GIB:.1f} GiB read and held"],
     )
 
 
-def _rerank_job(
-    config: dict,
-    rule_kind: str,
-    kind: str,
-    names: list[str],
-    shape: Shape,
-    resources: dict,
-    sixteen: bool,
-) -> Job:
-    if rule_kind == "encoder_rerank":
-        return _encoder_rerank_job(config, kind, names, shape, resources, sixteen)
-    math_config = config["math_models"]
-    request = resources["mlm_rerank"]
-    entry = math_config["rerankers"][names[0].split("/")[0]]
+def _mlm_rerank_job(config: dict, names: list[str], shape: Shape, sixteen: bool) -> Job:
+    entry = config["math_models"]["rerankers"][names[0].split("/")[0]]
     depth = entry.get("depth") or config["run_depth"]
     candidates = assumption("topics_per_set") * depth
     documents = assumption("arqmath_answers")
@@ -906,47 +917,31 @@ def _rerank_job(
     tokens, batch = entry.get("max_length", 512), entry.get("batch_size", 16)
     text = documents * assumption("post_bytes") * 1.3
     params = total_params(shape)
-    read = assumption("corpus_bytes") / assumption("json_parse_bytes_per_s")
-    return Job(
-        label=_label("mlm_rerank", "", names, shape),
-        rule="mlm_rerank",
-        instances=names,
-        shape=shape,
-        gpus=request["gpu"],
-        ranks=1,
+    return build_job(
+        config,
+        "mlm_rerank",
+        "",
+        names,
+        shape,
         micro_batch=batch,
-        accumulation=1,
         steps=math.ceil(candidates / batch),
         step_flops=forward_flops(shape, batch, tokens),
-        useful_flops=forward_flops(shape, batch, tokens),
-        tokens_per_step=0.0,
-        extra_flops={},
-        extra_s=read,
+        extra_s=assumption("corpus_bytes") / assumption("json_parse_bytes_per_s"),
         activations=layer_activation_bytes(shape, batch, tokens, sixteen),
         gpu_fixed=4 * params,
         host_bytes=text + 4 * params + assumption("runtime_host_gib") * GIB,
-        runtime_min=request["runtime"],
-        mem_mb=request["mem_mb"],
-        resumes=False,
         notes=[f"{candidates:,.0f} candidates per topic set; the corpus's texts read whole"],
     )
 
 
 def _encoder_rerank_job(
-    config: dict,
-    kind: str,
-    names: list[str],
-    shape: Shape,
-    resources: dict,
-    sixteen: bool,
+    config: dict, kind: str, names: list[str], shape: Shape, sixteen: bool
 ) -> Job:
     """An encoder re-ranker reads its candidates' vectors from the model's index
     (workflow/rules/math/retrieve.smk): a search's work (the queries encoded, the index read),
     where DPR holds one shard at a time and the candidates' vectors, ColBERT the whole index."""
     from hybrid_ir.neural.shards import SHARD_SIZE
 
-    search = _search_job(config, kind, "arqmath", names, shape, resources, sixteen)
-    request = resources["encoder_rerank"]
     entry = config["math_models"]["rerankers"][names[0].split("/")[0]]
     candidates = assumption("topics_per_set") * (entry.get("depth") or config["run_depth"])
     index = _index_bytes(config, kind, "arqmath", shape)
@@ -956,14 +951,14 @@ def _encoder_rerank_job(
     else:
         held = index
         note = f"index {index / GIB:.1f} GiB read and held"
-    return replace(
-        search,
-        label=_label("encoder_rerank", kind, names, shape),
-        rule="encoder_rerank",
-        gpus=request["gpu"],
+    return build_job(
+        config,
+        "encoder_rerank",
+        kind,
+        names,
+        shape,
+        **_search_work(config, kind, "arqmath", shape, sixteen),
         host_bytes=held + 4 * total_params(shape) + assumption("runtime_host_gib") * GIB,
-        runtime_min=request["runtime"],
-        mem_mb=request["mem_mb"],
         notes=[f"{candidates:,.0f} candidates per topic set, queries encoded only; {note}"],
     )
 
@@ -1126,15 +1121,8 @@ def child_tokenize(pairs: int = 240, length: int = 512) -> float:
 
 def _child(*arguments: str, **env: str):
     # Large blocks mmapped, so that freed memory leaves the RSS at once.
-    environment = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", OMP_NUM_THREADS="2", **env)
-    output = subprocess.run(
-        [sys.executable, __file__, *arguments],
-        capture_output=True,
-        text=True,
-        env=environment,
-        check=True,
-    ).stdout
-    return json.loads(output.strip().splitlines()[-1])
+    environment = {"MALLOC_MMAP_THRESHOLD_": "65536", "OMP_NUM_THREADS": "2", **env}
+    return harness.child_json(__file__, arguments, environment, label=" ".join(arguments))
 
 
 def cpu_check() -> dict:
@@ -1242,20 +1230,20 @@ MODEL_TEXT = [
 # Output ----------------------------------------------------------------------------------------
 
 
+COLUMNS = ("job", "GPUs", "micro-batch", "accum.", "steps", "s/step", "wall h", "limit h",
+           "GPU GiB / card", "host GiB / mem_mb", "verdict")  # fmt: skip
+
+
 def table(projections: list[Projection]) -> str:
-    lines = [
-        "| job | GPUs | micro-batch | accum. | steps | s/step | wall h | limit h "
-        "| GPU GiB / card | host GiB / mem_mb | verdict |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
+    lines = [harness.markdown_header(COLUMNS, right=COLUMNS[1:-1])]
     for p in projections:
         mark = "M" if p.measured else "P"
-        lines.append(
-            f"| {p.label} | {p.gpus} | {p.micro_batch or '-'} | {p.accumulation} "
-            f"| {p.steps:,} | {p.seconds_per_step:.3f} {mark} | {p.wall_h:.1f} "
-            f"| {p.limit_h:.0f} | {p.gpu_gib:.1f} / {p.card_gib:g} "
-            f"| {p.host_gib:.1f} / {p.mem_gib:.1f} | {p.verdict}: {p.reason} |"
-        )
+        lines.append(harness.markdown_row((
+            p.label, p.gpus, p.micro_batch or "-", p.accumulation, f"{p.steps:,}",
+            f"{p.seconds_per_step:.3f} {mark}", f"{p.wall_h:.1f}", f"{p.limit_h:.0f}",
+            f"{p.gpu_gib:.1f} / {p.card_gib:g}", f"{p.host_gib:.1f} / {p.mem_gib:.1f}",
+            f"{p.verdict}: {p.reason}",
+        )))  # fmt: skip
     return "\n".join(lines)
 
 
@@ -1300,19 +1288,8 @@ def cpu_check_text(check: dict, activation_ratio: float) -> str:
     return "\n".join(lines)
 
 
-def _finite(value):
-    """``value`` with every infinite or NaN float as None (strict JSON)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--gpu", choices=sorted(GPUS), default="a100-80")
     parser.add_argument("--mfu", type=float, default=None, help="one utilisation for every mode")
     parser.add_argument("--skip-cpu-check", action="store_true")
@@ -1445,8 +1422,7 @@ def main(argv: list[str] | None = None) -> int:
             "assumptions": {k: {"value": v, "source": s} for k, (v, s) in ASSUMPTIONS.items()},
             "notes": notes,
         }
-        text = json.dumps(_finite(document), indent=1, default=str, allow_nan=False)
-        args.json.write_text(text + "\n", encoding="utf-8")
+        harness.write_json(args.json, document)
     return 1 if failures else 0
 
 

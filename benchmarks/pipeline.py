@@ -30,12 +30,13 @@ Usage: python benchmarks/pipeline.py [--results results] [--log PATH] [--cores N
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
+
+import harness
 
 WALL_GOAL_S = 1200.0
 CORE_USE_GOAL = 0.80
@@ -112,21 +113,6 @@ def parse_log(log_text: str) -> tuple[list[Job], dict[str, int]]:
     return sorted(jobs.values(), key=lambda job: (job.start, job.end or job.start)), header
 
 
-def read_benchmark(path: Path) -> tuple[float, float | None]:
-    """Wall seconds and CPU seconds, summed over the file's rows (one unless repeated)."""
-    lines = path.read_text().splitlines()
-    columns = lines[0].split("\t")
-    seconds, cpu = 0.0, 0.0
-    for row in lines[1:]:
-        values = dict(zip(columns, row.split("\t"), strict=False))
-        seconds += float(values["s"])
-        try:
-            cpu += float(values.get("cpu_time", "NA"))
-        except ValueError:
-            return seconds, None
-    return seconds, cpu
-
-
 def attach_benchmarks(jobs: list[Job], benchmarks_dir: Path, any_mtime: bool) -> int:
     """Fill each job's benchmark figures and stage; return how many files another run wrote."""
     stale = 0
@@ -147,7 +133,7 @@ def attach_benchmarks(jobs: list[Job], benchmarks_dir: Path, any_mtime: bool) ->
             continue
         written = path.stat().st_mtime
         if any_mtime or job.start - 1 <= written <= job.end + 5:
-            job.bench_s, job.cpu_s = read_benchmark(path)
+            job.bench_s, job.cpu_s = harness.read_benchmark(path)
         else:
             stale += 1
     return stale
@@ -279,8 +265,8 @@ def report(summary: dict) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", type=Path, default=Path("results"))
+    parser = harness.parser(__doc__)
+    parser.add_argument("--results", type=Path, default=harness.RESULTS)
     parser.add_argument("--log", type=Path, help="default: the newest log that records a job")
     parser.add_argument("--cores", type=int, help="default: the log's 'Provided cores', else 2")
     parser.add_argument(

@@ -34,30 +34,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ARQMATH_ANSWERS = 1_400_000
+import harness
+from harness import ARQMATH_ANSWERS
+
 QUESTIONS_PER_ANSWER = 0.71
 SEED = 1234
 FIELDS = ["title", "question", "text"]
 
 
 def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    return harness.peak_rss() / harness.MIB
 
 
 def resident_mb() -> dict:
-    """This process's resident memory now, anonymous and file-backed (mapped files' pages:
-    shared with every process that maps them, and given back when memory runs short)."""
-    status = Path("/proc/self/status").read_text().splitlines()
-    fields = dict(line.split(":", 1) for line in status)
-    return {key: int(fields[name].split()[0]) / 1024
-            for key, name in (("anon_mb", "RssAnon"), ("file_mb", "RssFile"))}  # fmt: skip
+    """This process's resident memory now, anonymous and file-backed (:func:`harness.resident`)."""
+    return {f"{key}_mb": size / harness.MIB for key, size in harness.resident().items()}
 
 
 def generate(path: Path, answers: int) -> dict:
@@ -116,12 +111,11 @@ def stage_build(corpus: Path, data: Path, pairs: str, batch_size: int, max_lengt
     corpus_data([(corpus, FIELDS)], data, settings)
     seconds = time.perf_counter() - began
     facts = TrainingData(data).facts
-    size = sum(file.stat().st_size for file in data.iterdir())
     return {
         "base_mb": base,
         "peak_mb": peak_mb(),
         "seconds": seconds,
-        "disk_mb": size / 2**20,
+        "disk_mb": harness.directory_bytes(data)[0] / harness.MIB,
         "sentences": facts["sentences"],
         "pairs": facts["pairs"]["train"],
     } | resident_mb()
@@ -155,7 +149,7 @@ def stage_draw(data: Path, pairs: str, batches: int, batch_size: int, max_length
     return {"base_mb": base, "peak_mb": peak_mb(), "seconds": seconds,
             "permutation_s": permutation_s, "per_batch_s": (seconds - permutation_s) / batches,
             "pairs": opened.size("train"), "base_anon_mb": base_anon,
-            "disk_mb": sum(file.stat().st_size for file in data.iterdir()) / 2**20,
+            "disk_mb": harness.directory_bytes(data)[0] / harness.MIB,
             } | resident_mb()  # fmt: skip
 
 
@@ -165,7 +159,7 @@ def stage_in_memory(corpus: Path) -> dict:
 
     import numpy as np
 
-    from hybrid_ir.formats import read_records
+    from hybrid_ir.data.formats import read_records
     from hybrid_ir.neural.pretrain_data import sentences
 
     @dataclass(frozen=True)
@@ -204,15 +198,11 @@ def stage_in_memory(corpus: Path) -> dict:
 
 
 def child(stage: str, *arguments: str) -> dict:
-    command = [sys.executable, __file__, "--stage", stage, *arguments]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode:
-        sys.exit(f"stage {stage} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.splitlines()[-1])
+    return harness.child_json(__file__, ["--stage", stage, *arguments], label=f"stage {stage}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--answers", type=int, default=100_000)
     parser.add_argument("--batches", type=int, default=50)
     parser.add_argument("--batch-size", type=int, default=240)

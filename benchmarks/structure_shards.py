@@ -23,12 +23,14 @@ Usage: python benchmarks/structure_shards.py [--results results] [--sharded NAME
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from pathlib import Path
 
-from hybrid_ir.evaluate import evaluate, load_qrels
-from hybrid_ir.runs import read_run
+import harness
+
+from hybrid_ir.data.qrels import read_qrels as load_qrels
+from hybrid_ir.data.runs import read_run
+from hybrid_ir.evaluation.measures import evaluate
 
 WHOLE = "approach0-pya0"
 TOPIC_SETS = ("arqmath1", "arqmath2")
@@ -66,8 +68,8 @@ def compare(results: Path, topics: str, sharded: str) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", type=Path, default=Path("results"))
+    parser = harness.parser(__doc__)
+    parser.add_argument("--results", type=Path, default=harness.RESULTS)
     parser.add_argument("--sharded", default=f"{WHOLE}-4shards")
     args = parser.parse_args()
     for topics in TOPIC_SETS:

@@ -15,17 +15,17 @@ Usage: python benchmarks/training_loops.py [--threads N] [--steps S]
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 from pathlib import Path
 
+import harness
 import yaml
 from cpu_precision import GOAL, matmul_limit
+from harness import RESULTS
 
-from hybrid_ir.config import validate_config
-from hybrid_ir.config_settings import pretraining_settings
+from hybrid_ir.config.settings import pretraining_settings
+from hybrid_ir.config.validation import validate_config
 
-RESULTS = Path("results")
 SCHEMA = Path("workflow/schemas/config.schema.yaml")
 COUNTED_STEPS = (2, 4)
 SHORT_RUN = 2
@@ -86,7 +86,7 @@ def encoder_loop(math: dict, kind: str, extensions: Path):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--config", default="config.yaml")

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hybrid_ir.data.formats import write_records
 from hybrid_ir.errors import ConfigError, HybridIRError, InputFormatError
-from hybrid_ir.formats import write_records
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 
 from hybrid_ir.neural.adapters import attach_adapters  # noqa: E402
 from hybrid_ir.neural.dense import SentenceEncoder, dense_search  # noqa: E402
-from hybrid_ir.retrieval import RETRIEVERS, Request  # noqa: E402
+from hybrid_ir.retrieval.retrievers import RETRIEVERS, Request  # noqa: E402
 
 TEXTS = [
     "the integral of the function is a prime number",
@@ -365,7 +365,7 @@ def test_the_schema_accepts_the_adapter_params_and_names_a_misspelt_one():
 
     import yaml
 
-    from hybrid_ir.config import validate_config
+    from hybrid_ir.config.validation import validate_config
 
     repo = Path(__file__).resolve().parents[1]
     schema = repo / "workflow" / "schemas" / "config.schema.yaml"

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from hybrid_ir.analysis import Analyzer, clean_text, lemma_languages
 from hybrid_ir.errors import ConfigError
+from hybrid_ir.retrieval.analysis import Analyzer, clean_text, lemma_languages
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_analysis_does_not_import_torch_and_leaves_it_importable():
     backends the analyzer never uses; a job that needs torch afterwards still gets it."""
     code = (
         "import sys\n"
-        "from hybrid_ir.analysis import Analyzer\n"
+        "from hybrid_ir.retrieval.analysis import Analyzer\n"
         "assert Analyzer()('The mice were running') == ['mouse', 'run']\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
         "import torch\n"

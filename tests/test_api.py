@@ -1,5 +1,5 @@
-"""The documented Python API (hybrid_ir.api): its examples run as tests, their numbers are
-checked against nDCG computed by hand, and runs go to and from PyTerrier's DataFrame."""
+"""The documented Python API (hybrid_ir.interfaces.api): its examples run as tests, their numbers
+are checked against nDCG computed by hand, and runs go to and from PyTerrier's DataFrame."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import re
 import pandas
 import pytest
 
-from hybrid_ir import api
 from hybrid_ir.errors import InputFormatError
-from hybrid_ir.frames import COLUMNS
+from hybrid_ir.interfaces import api
+from hybrid_ir.interfaces.frames import COLUMNS
 
 QRELS = {"q1": {"d1": 1, "d3": 1}, "q2": {"d2": 1}, "q3": {"d4": 2}}
 BM25 = {"q1": {"d1": 2.0, "d2": 1.0, "d3": 0.5}, "q2": {"d2": 1.0, "d1": 0.3},

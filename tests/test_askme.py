@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_ir.askme import (
+from hybrid_ir.data.fetch import add_to_manifest, entry_for_file
+from hybrid_ir.errors import ConfigError, HybridIRError
+from hybrid_ir.retrieval.askme import (
     HEURISTICS,
     AskMeConfig,
     Match,
@@ -33,8 +35,6 @@ from hybrid_ir.askme import (
     term_order,
     term_share,
 )
-from hybrid_ir.errors import ConfigError, HybridIRError
-from hybrid_ir.fetch import add_to_manifest, entry_for_file
 
 QUERY = "the risk of cancer"  # wrong order on purpose: terms are ("risk", "cancer") here
 TERMS = ("cancer", "risk")
@@ -280,8 +280,8 @@ STORED = [
 
 @pytest.fixture(scope="module", params=["flat", "multifield"])
 def stored_index(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    from hybrid_ir.formats import write_records
-    from hybrid_ir.lucene.index import build_bm25_index
+    from hybrid_ir.data.formats import write_records
+    from hybrid_ir.retrieval.lucene.index import build_bm25_index
 
     root = tmp_path_factory.mktemp(f"stored-{request.param}")
     write_records(root / "corpus.jsonl", STORED)
@@ -291,7 +291,7 @@ def stored_index(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
 
 @pytest.mark.lucene
 def test_stored_documents_are_the_indexed_records(stored_index) -> None:
-    from hybrid_ir.lucene.stored import StoredDocuments
+    from hybrid_ir.retrieval.lucene.stored import StoredDocuments
 
     documents = StoredDocuments(stored_index)
     for record in STORED:
@@ -304,10 +304,10 @@ def test_stored_documents_are_the_indexed_records(stored_index) -> None:
 def test_an_index_without_raw_documents_searches_the_same_and_refuses_lookups(
     stored_index, tmp_path
 ) -> None:
-    from hybrid_ir.formats import write_records
-    from hybrid_ir.lucene.index import build_bm25_index
-    from hybrid_ir.lucene.search import bm25_search
-    from hybrid_ir.lucene.stored import StoredDocuments
+    from hybrid_ir.data.formats import write_records
+    from hybrid_ir.retrieval.lucene.index import build_bm25_index
+    from hybrid_ir.retrieval.lucene.search import bm25_search
+    from hybrid_ir.retrieval.lucene.stored import StoredDocuments
 
     layout = stored_index.parent.name.removeprefix("stored-").rstrip("0123456789")
     write_records(tmp_path / "corpus.jsonl", STORED)
@@ -337,7 +337,7 @@ def test_an_index_without_raw_documents_searches_the_same_and_refuses_lookups(
 @pytest.mark.lucene
 @pytest.mark.parametrize("combine", ["heuristics", "sum"])
 def test_rerank_from_the_index_equals_rerank_from_the_corpus(stored_index, combine: str) -> None:
-    from hybrid_ir.lucene.stored import StoredDocuments
+    from hybrid_ir.retrieval.lucene.stored import StoredDocuments
 
     bm25 = {
         "q1": {"s1": 4.0, "s2": 3.0, "s3": 2.0, "s4": 1.0},

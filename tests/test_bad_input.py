@@ -20,12 +20,14 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hybrid_ir.cli import main
-from hybrid_ir.collections import convert
-from hybrid_ir.collections.arqmath import read_labels_csv
-from hybrid_ir.config import validate_config
-from hybrid_ir.config_checks import config_warnings
-from hybrid_ir.crossval import crossvalidate_linear
+from hybrid_ir.cli.main import main
+from hybrid_ir.config.checks import config_warnings
+from hybrid_ir.config.validation import validate_config
+from hybrid_ir.data.collections import convert
+from hybrid_ir.data.collections.arqmath import read_labels_csv
+from hybrid_ir.data.formats import atomic_directory, read_records, relevance_limit
+from hybrid_ir.data.qrels import read_judgments, read_qrels
+from hybrid_ir.data.runs import read_run
 from hybrid_ir.errors import (
     ConfigError,
     EvaluationError,
@@ -34,9 +36,8 @@ from hybrid_ir.errors import (
     ParameterError,
     quoted,
 )
-from hybrid_ir.evaluate import evaluate, evaluate_files, load_qrels
-from hybrid_ir.formats import atomic_directory, read_qrels, read_records, relevance_limit
-from hybrid_ir.runs import read_run
+from hybrid_ir.evaluation.measures import evaluate, evaluate_files
+from hybrid_ir.fusion.crossval import crossvalidate_linear
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -118,7 +119,7 @@ def test_non_finite_scores_are_rejected_with_file_and_line(tmp_path, score):
 
 
 def test_a_non_finite_score_is_never_written_to_a_run(tmp_path):
-    from hybrid_ir.runs import write_run
+    from hybrid_ir.data.runs import write_run
 
     with pytest.raises(HybridIRError, match=r"out.trec: topic q1, document b: score nan"):
         write_run({"q1": {"a": 1.0, "b": float("nan")}}, tmp_path / "out.trec", tag="t")
@@ -135,9 +136,9 @@ def test_empty_qrels_is_an_error(tmp_path, capsys):
     empty = write(tmp_path / "empty.qrels", "\n\n")
     run = write(tmp_path / "run.trec", "q1 Q0 a 1 2.0 t\n")
     with pytest.raises(InputFormatError, match=r"empty.qrels: no judgments"):
-        load_qrels(empty)
-    with pytest.raises(InputFormatError, match=r"empty.qrels: no judgments"):
         read_qrels(empty)
+    with pytest.raises(InputFormatError, match=r"empty.qrels: no judgments"):
+        read_judgments(empty)
     code, _, err = cli(capsys, "evaluate", "--qrels", str(empty), "--run", str(run))
     assert code == 1 and "no judgments" in err
 
@@ -163,7 +164,7 @@ def test_allow_disjoint_turns_the_error_into_a_loud_warning(tmp_path, qrels, cap
 def test_huge_relevance_is_rejected_and_the_limit_is_configurable(tmp_path, capsys):
     huge = write(tmp_path / "huge.qrels", "q1 0 a 1\nq1 0 b 1000000000\n")
     with pytest.raises(InputFormatError) as error:
-        load_qrels(huge)
+        read_qrels(huge)
     assert error.value.line == 2 and "beyond ±1000" in error.value.problem
     run = write(tmp_path / "run.trec", "q1 Q0 b 1 2.0 t\n")
     code, _, err = cli(capsys, "evaluate", "--qrels", str(huge), "--run", str(run))
@@ -171,7 +172,7 @@ def test_huge_relevance_is_rejected_and_the_limit_is_configurable(tmp_path, caps
     # trec_eval's cost grows with the relevance values, so the raised limit is tried on 5000.
     large = write(tmp_path / "large.qrels", "q1 0 a 1\nq1 0 b 5000\n")
     with relevance_limit(5000):
-        assert load_qrels(large)["q1"]["b"] == 5000
+        assert read_qrels(large)["q1"]["b"] == 5000
     argv = ["evaluate", "--qrels", str(large), "--run", str(run), "--measures", "P@1"]
     code, out, _ = cli(capsys, *argv, "--max-relevance", "5000")
     assert code == 0 and "1.0000" in out
@@ -179,18 +180,18 @@ def test_huge_relevance_is_rejected_and_the_limit_is_configurable(tmp_path, caps
 
 def test_a_leading_bom_is_dropped_from_qrels_runs_and_records(tmp_path):
     bom = "\ufeff"
-    assert load_qrels(write(tmp_path / "q.qrels", bom + "q1 0 a 1\n")) == {"q1": {"a": 1}}
+    assert read_qrels(write(tmp_path / "q.qrels", bom + "q1 0 a 1\n")) == {"q1": {"a": 1}}
     assert read_run(write(tmp_path / "r.trec", bom + "q1 Q0 a 1 2.0 t\n")) == {"q1": {"a": 2.0}}
     record = json.dumps({"id": "t1", "title": "", "text": "x"})
     assert [r["id"] for r in read_records(write(tmp_path / "t.jsonl", bom + record))] == ["t1"]
     gz = tmp_path / "q.qrels.gz"
     gz.write_bytes(gzip.compress((bom + "q1 0 a 1\n").encode()))
-    assert load_qrels(gz) == {"q1": {"a": 1}}
+    assert read_qrels(gz) == {"q1": {"a": 1}}
 
 
 def test_a_non_breaking_space_is_part_of_an_id_not_a_separator(tmp_path):
     qrels = write(tmp_path / "q.qrels", "q\xa01 0 a 1\n")
-    assert load_qrels(qrels) == {"q\xa01": {"a": 1}}
+    assert read_qrels(qrels) == {"q\xa01": {"a": 1}}
     run = write(tmp_path / "r.trec", "q\xa01 Q0 a 1 2.0 t\n")
     assert read_run(run) == {"q\xa01": {"a": 2.0}}
 
@@ -210,7 +211,7 @@ def test_binary_input_is_one_error_naming_file_and_line(tmp_path, capsys):
 def test_latin1_input_names_line_and_byte(tmp_path):
     latin = write(tmp_path / "q.qrels", "q1 0 a 1\nq1 0 caf\xe9 1\n".encode("latin-1"))
     with pytest.raises(InputFormatError) as error:
-        load_qrels(latin)
+        read_qrels(latin)
     assert error.value.line == 2
     assert "not UTF-8 text (byte 0xe9 at column 9)" in error.value.problem
 
@@ -219,13 +220,13 @@ def test_gzip_without_gz_suffix_and_truncated_gzip(tmp_path):
     data = gzip.compress(b"q1 0 a 1\n" * 2000)
     disguised = write(tmp_path / "q.qrels", data)
     with pytest.raises(InputFormatError, match=r"q.qrels: gzip-compressed data in a file whose"):
-        load_qrels(disguised)
+        read_qrels(disguised)
     truncated = write(tmp_path / "t.qrels.gz", data[: len(data) // 2])
     with pytest.raises(InputFormatError, match=r"t.qrels.gz:\d+: truncated or corrupt gzip"):
-        load_qrels(truncated)
+        read_qrels(truncated)
     not_gzip = write(tmp_path / "n.qrels.gz", b"q1 0 a 1\n")
     with pytest.raises(InputFormatError, match=r"n.qrels.gz:1: truncated or corrupt gzip"):
-        load_qrels(not_gzip)
+        read_qrels(not_gzip)
 
 
 def test_corrupt_zip_dataset_is_one_error_naming_the_archive(tmp_path):
@@ -432,7 +433,7 @@ def test_label_columns_the_reader_drops_are_logged(tmp_path, caplog):
 
 def test_counts_are_integers_in_evaluations_and_the_cli(tmp_path, qrels, capsys):
     run = {"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 1.0}}
-    evaluation = evaluate(load_qrels(qrels), run, ["arqmath"])
+    evaluation = evaluate(read_qrels(qrels), run, ["arqmath"])
     assert evaluation.aggregate["Rel_Ret"] == 1 and isinstance(evaluation.aggregate["Rel_Ret"], int)
     path = write(tmp_path / "run.trec", "q1 Q0 a 1 2.0 t\nq2 Q0 c 1 1.0 t\n")
     argv = ["evaluate", "--qrels", str(qrels), "--run", str(path), "--measures", "arqmath"]
@@ -444,8 +445,9 @@ def test_counts_are_integers_in_evaluations_and_the_cli(tmp_path, qrels, capsys)
 def test_a_line_over_the_cap_is_an_error_before_it_is_held_whole(tmp_path, monkeypatch, reader):
     """Line 2 is 5,000 characters with a cap of 1,000; a line of exactly 1,000 (its line
     break aside) passes."""
-    from hybrid_ir import runs
-    from hybrid_ir.formats import line_limit, read_qrels, read_records
+    from hybrid_ir.data import runs
+    from hybrid_ir.data.formats import line_limit, read_records
+    from hybrid_ir.data.qrels import read_judgments
 
     first = {
         "records": '{"id": "a", "title": "", "text": "%s"}\n',
@@ -457,7 +459,7 @@ def test_a_line_over_the_cap_is_an_error_before_it_is_held_whole(tmp_path, monke
     path = write(tmp_path / "file.txt", at_cap + "b" * 5000 + "\n")
     read = {
         "records": lambda: list(read_records(path)),
-        "qrels": lambda: read_qrels(path),
+        "qrels": lambda: read_judgments(path),
         "run": lambda: runs.read_run(path),
     }[reader.split()[0]]
     if reader == "run in blocks":
@@ -496,9 +498,9 @@ def test_a_deeply_nested_configuration_is_one_line_not_a_crash(tmp_path, capsys,
 
 
 def test_deep_json_expected_scores_and_claims_are_refused_before_parsing(tmp_path):
-    from hybrid_ir.checks import load_expected
-    from hybrid_ir.claims_file import load_claims
-    from hybrid_ir.config_layers import read_config_file
+    from hybrid_ir.config.layers import read_config_file
+    from hybrid_ir.evaluation.checks import load_expected
+    from hybrid_ir.reports.claims.file import load_claims
 
     expected = write(tmp_path / "expected.yaml", f"collection: cf\nruns:\n  r: {nested(100_000)}\n")
     with pytest.raises(InputFormatError, match=r"expected.yaml:3: lists and mappings nested"):
@@ -513,7 +515,7 @@ def test_deep_json_expected_scores_and_claims_are_refused_before_parsing(tmp_pat
 
 def test_aliases_count_as_deep_as_their_anchors(tmp_path):
     """Ten anchors of 60 levels, each inside the next: 600 levels once constructed."""
-    from hybrid_ir.formats import parse_yaml
+    from hybrid_ir.data.formats import parse_yaml
 
     lines = [f"a0: &a0 {nested(60)}"]
     lines += [f"a{i}: &a{i} {nested(60).replace('1', f'*a{i - 1}')}" for i in range(1, 10)]
@@ -532,7 +534,7 @@ def test_aliases_count_as_deep_as_their_anchors(tmp_path):
 def test_nesting_up_to_the_limit_reads_and_beyond_it_is_refused(depth, kinds, block):
     """Lists and mappings in any order, YAML in flow or block style and JSON: the document
     as yaml.safe_load and json.loads read it up to 100 levels, one line naming it beyond."""
-    from hybrid_ir.formats import MAX_NESTING, parse_json, parse_yaml
+    from hybrid_ir.data.formats import MAX_NESTING, parse_json, parse_yaml
 
     value: object = 1
     for i in range(depth):
@@ -552,7 +554,7 @@ def test_a_yte_templated_configuration_is_read_as_snakemake_reads_it(tmp_path, c
         tmp_path / "templated.yaml",
         "__use_yte__: true\nseed:\n  ?if 1 + 1 == 2:\n    7\n  ?else:\n    8\n",
     )
-    from hybrid_ir.config_layers import read_config_file
+    from hybrid_ir.config.layers import read_config_file
 
     assert read_config_file(overlay) == {"seed": 7}
     code, out, err = cli(capsys, "config", "--base", str(REPO / "config.yaml"), "--configfile",
@@ -662,8 +664,8 @@ def test_archive_members_are_read_within_the_line_limit(tmp_path):
     """A 2 MB BEIR zip of 2 GiB of spaces was read whole (4 GB of memory) and converted to an
     empty corpus with exit 0; a StackMathQA shard of one endless line was read whole
     (MemoryError). Here the limit is 1,000 characters and the line 5,000."""
-    from hybrid_ir.collections import get_reader
-    from hybrid_ir.formats import line_limit
+    from hybrid_ir.data.collections import get_reader
+    from hybrid_ir.data.formats import line_limit
 
     beir = tmp_path / "beir.zip"
     with zipfile.ZipFile(beir, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -688,9 +690,9 @@ def test_archive_members_are_read_within_the_line_limit(tmp_path):
 @pytest.mark.parametrize("reader", ["arqmath_html", "ntcir_articles"])
 def test_a_page_read_whole_is_bounded_in_size(tmp_path, reader):
     """A 3 GiB (sparse) page in a tar.gz of ARQMath threads was read whole: MemoryError."""
-    from hybrid_ir.collections.arqmath_html import read_threads
-    from hybrid_ir.collections.ntcir import read_articles
-    from hybrid_ir.formats import line_limit
+    from hybrid_ir.data.collections.arqmath_html import read_threads
+    from hybrid_ir.data.collections.ntcir import read_articles
+    from hybrid_ir.data.formats import line_limit
 
     name = "threads/1.html" if reader == "arqmath_html" else "wiki/a.html"
     archive = tarball(tmp_path / "pages.tar.gz", {name: b"<p>" + b" " * 5000})
@@ -716,7 +718,7 @@ def test_archive_member_lines_are_exact_up_to_the_limit(tmp_path_factory, length
     error naming archive, member and the first line over."""
     import tarfile
 
-    from hybrid_ir.formats import MemberText, line_limit
+    from hybrid_ir.data.formats import MemberText, line_limit
 
     lines = [("é" * length)[:length] for length in lengths]
     text = "\n".join(lines) + ("\n" if last_break else "")
@@ -873,7 +875,7 @@ def test_any_graph_of_records_is_followed_once_per_record(tmp_path_factory, edge
     """Records whose inputs form any graph (cycles, a record its own input, inputs with no
     record, outside the repository or gone): each reachable record is expanded once, later
     meetings are "listed above", and nothing outside results/ is read."""
-    from hybrid_ir.provenance import PROVENANCE_STATES, provenance_tree
+    from hybrid_ir.jobs.provenance import PROVENANCE_STATES, provenance_tree
 
     names = [f"results/n{i}" for i in range(len(edges))] + ["config.yaml", "/etc/passwd"]
     names += ["results/unrecorded", "gone.yaml"]
@@ -938,7 +940,7 @@ def test_counts_and_bm25_parameters_the_engine_cannot_take_are_one_line(capsys, 
 
 
 def test_the_permutations_maximum_is_in_help_and_in_the_test_itself(capsys):
-    from hybrid_ir.stats import randomization_test
+    from hybrid_ir.evaluation.significance import randomization_test
 
     with pytest.raises(SystemExit):
         main(["compare", "--help"])
@@ -975,7 +977,7 @@ def test_a_run_depth_beyond_a_java_int_names_the_key(tmp_path, capsys):
 def test_every_count_an_engine_takes_has_the_java_int_maximum():
     """Depths, top-k, threads, batch and shard sizes reach Lucene, Approach0, faiss or
     ColBERT's extension as a 32-bit int: the schema stops a larger one at the key."""
-    from hybrid_ir.lucene.search import JAVA_INT_MAX
+    from hybrid_ir.retrieval.bm25 import JAVA_INT_MAX
 
     counts = {"run_depth", "depth", "k", "threads", "shards", "batch_size", "shard_size",
               "encode_window", "encode_batch_size", "micro_batch_size", "ncells", "ndocs",
@@ -1085,7 +1087,7 @@ def test_beir_records_the_workflow_would_refuse_later_are_refused_by_the_reader(
 
 
 def test_a_stackmathqa_pair_given_twice_names_both_places(tmp_path):
-    from hybrid_ir.collections import get_reader
+    from hybrid_ir.data.collections import get_reader
 
     def pair(answer_id: int) -> bytes:
         meta = {"url": "https://math.stackexchange.com/questions/7", "answer_id": answer_id}
@@ -1105,7 +1107,7 @@ def test_a_stackmathqa_pair_given_twice_names_both_places(tmp_path):
 
 
 def test_an_arqmath_topic_number_given_twice_names_both_lines(tmp_path):
-    from hybrid_ir.collections.arqmath import read_topics
+    from hybrid_ir.data.collections.arqmath import read_topics
 
     topic = '<Topic number="%s">\n  <Title>t</Title><Question>q</Question>\n</Topic>\n'
     topics = topic % "A.1" + topic % "A.2" + topic % "A.1"
@@ -1139,7 +1141,7 @@ def test_fused_runs_are_refused_exactly_when_they_form_a_cycle(edges):
     graphlib finds a cycle, the cycle named being one."""
     import graphlib
 
-    from hybrid_ir.config_checks import _check_fusion_cycle
+    from hybrid_ir.config.checks import _check_fusion_cycle
 
     fused = {f"f{i}": {"runs": [f"f{t}" for t in targets]} for i, targets in enumerate(edges)}
     graph = {name: [r for r in entry["runs"] if r in fused] for name, entry in fused.items()}
@@ -1162,7 +1164,7 @@ def test_fused_runs_are_refused_exactly_when_they_form_a_cycle(edges):
 @pytest.mark.parametrize("path", ["cf/original/{x}", "cf/original/cf\n74"])
 def test_a_source_path_no_rule_can_hold_names_the_key(path):
     """A WildcardError in rule convert_cf named no key."""
-    from hybrid_ir.plan import Plan
+    from hybrid_ir.planning.plan import Plan
 
     plan = Plan.__new__(Plan)
     with pytest.raises(ConfigError) as error:
@@ -1176,7 +1178,7 @@ def test_a_source_path_no_rule_can_hold_names_the_key(path):
 
 def test_combsum_weights_that_are_all_zero_are_refused(tmp_path, capsys):
     """Every fused score was 0 and the run written, exit 0."""
-    from hybrid_ir.fusion import fuse
+    from hybrid_ir.fusion.methods import fuse
 
     runs = [{"q1": {"a": 2.0, "b": 1.0}}, {"q1": {"b": 2.0, "a": 1.0}}]
     with pytest.raises(ConfigError, match=r"weights must not all be zero, got \[0, 0.0\]"):

@@ -15,11 +15,17 @@ import pytest
 import yaml
 from scipy.stats import t as student
 
-from hybrid_ir.claim_setup import claims_by_paper, judged_setups
-from hybrid_ir.claims import CONTRADICTED, INCONCLUSIVE, SUPPORTED, UNTESTABLE, judge
-from hybrid_ir.claims_file import load_claims
-from hybrid_ir.comparability import with_relevant_shares
+from hybrid_ir.config.claim_setups import claims_by_paper, judged_setups
 from hybrid_ir.errors import ConfigError
+from hybrid_ir.reports.claims.comparability import with_relevant_shares
+from hybrid_ir.reports.claims.file import load_claims
+from hybrid_ir.reports.claims.verdicts import (
+    CONTRADICTED,
+    INCONCLUSIVE,
+    SUPPORTED,
+    UNTESTABLE,
+    judge,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 PAPERS = REPO.parent / "shared" / "papers"
@@ -147,8 +153,8 @@ def test_an_untestable_claim_leaves_the_others_correction_alone(tmp_path):
 
 @pytest.fixture(scope="module")
 def default_config():
-    from hybrid_ir.config import validate_config
-    from hybrid_ir.config_layers import config_layers, merged_config
+    from hybrid_ir.config.layers import config_layers, merged_config
+    from hybrid_ir.config.validation import validate_config
 
     config = merged_config(config_layers([REPO / "config.yaml"], {}))
     validate_config(

@@ -12,9 +12,13 @@ import pytest
 import yaml
 from scipy.stats import ttest_rel
 
-from hybrid_ir import claims as claims_module
-from hybrid_ir.claim_setup import claims_by_paper
-from hybrid_ir.claims import (
+from hybrid_ir.cli.main import main
+from hybrid_ir.config.claim_setups import claims_by_paper
+from hybrid_ir.errors import ConfigError
+from hybrid_ir.evaluation.reproducibility import delta_ri, effect_ratio
+from hybrid_ir.reports.claims import verdicts as claims_module
+from hybrid_ir.reports.claims.file import check_claims, load_claims
+from hybrid_ir.reports.claims.verdicts import (
     CONTRADICTED,
     INCONCLUSIVE,
     NOT_HERE,
@@ -23,10 +27,6 @@ from hybrid_ir.claims import (
     paired_effect,
     write_verdicts,
 )
-from hybrid_ir.claims_file import check_claims, load_claims
-from hybrid_ir.cli import main
-from hybrid_ir.errors import ConfigError
-from hybrid_ir.reproducibility import delta_ri, effect_ratio
 
 REPO = Path(__file__).resolve().parents[1]
 TABLE = {
@@ -234,8 +234,8 @@ def test_a_repeated_claim_id_is_refused(tmp_path):
 
 
 def test_the_configured_claims_name_rows_and_columns_the_default_tables_have():
-    from hybrid_ir.config import validate_config
-    from hybrid_ir.config_layers import config_layers, merged_config
+    from hybrid_ir.config.layers import config_layers, merged_config
+    from hybrid_ir.config.validation import validate_config
 
     config = merged_config(config_layers([REPO / "config.yaml"], {}))
     validate_config(
@@ -323,7 +323,7 @@ def test_a_verdict_without_a_setup_says_so_in_its_words(tmp_path):
 
 
 def test_rmse_kendall_tau_and_rbo_follow_their_definitions():
-    from hybrid_ir.reproducibility import kendall_tau_union, rank_biased_overlap, rmse
+    from hybrid_ir.evaluation.reproducibility import kendall_tau_union, rank_biased_overlap, rmse
 
     assert rmse({"a": 0.5, "b": 0.2, "c": 9}, {"a": 0.2, "b": 0.6}) == pytest.approx(
         math.sqrt((0.3**2 + 0.4**2) / 2)
@@ -347,8 +347,8 @@ def test_rmse_kendall_tau_and_rbo_follow_their_definitions():
 
 
 def test_a_reproduction_compares_two_run_files_and_is_refused_without_them(tmp_path):
-    from hybrid_ir.claims import compare_reproduction
-    from hybrid_ir.claims_file import reproduction_runs
+    from hybrid_ir.reports.claims.file import reproduction_runs
+    from hybrid_ir.reports.claims.verdicts import compare_reproduction
 
     reproduction = {"id": "r", "what": "A again.", "where": "Table 9", "table": "t",
                     "column": "nDCG@10", "original": "A", "reproduced": "B",
@@ -387,7 +387,8 @@ def test_rmse_does_not_depend_on_the_process_string_hashing():
     import sys
 
     program = (
-        "import random; from hybrid_ir.reproducibility import rmse; r = random.Random(3); "
+        "import random; from hybrid_ir.evaluation.reproducibility import rmse; "
+        "r = random.Random(3); "
         "a = {f't{i}': r.random() for i in range(500)}; b = {t: r.random() for t in a}; "
         "print(repr(rmse(a, b)))"
     )

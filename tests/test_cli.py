@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_ir.cli import build_parser, main
+from hybrid_ir.cli.main import build_parser, main
 
 QRELS = "q1 0 a 1\nq1 0 b 0\nq2 0 c 2\nq2 0 d 0\nq3 0 e 1\nq3 0 f 1\nq4 0 g 1\n"
 DENSE = [("q1", "a", 3), ("q1", "x", 2), ("q2", "d", 3), ("q2", "c", 2), ("q3", "e", 3),
@@ -198,7 +198,7 @@ def test_a_measure_pytrec_eval_would_crash_on_is_one_line_before_it(files, measu
     """In a child process: P@0 aborted the interpreter (exit 134) inside pytrec_eval, recall(0)
     was an IndexError and ERR@10 ran gdeval's Perl script, which failed."""
     argv = ["evaluate", "--qrels", files["qrels"], "--run", files["dense"], "--measures", measure]
-    program = "import sys; from hybrid_ir.cli import main; sys.exit(main())"
+    program = "import sys; from hybrid_ir.cli.main import main; sys.exit(main())"
     child = subprocess.run(
         [sys.executable, "-c", program, *argv],
         capture_output=True, text=True, timeout=120, check=False,
@@ -239,7 +239,7 @@ def test_fuse_linear(capsys, files):
 
 def test_fuse_rrf(capsys, files):
     # 1 / (k + rank) with k = 1: rank 1 gives 1/2, rank 2 1/3, rank 3 1/4.
-    lines, _ = _fuse(capsys, files, "--method", "rrf", "--k", "1", "--tag", "mine")
+    lines, _ = _fuse(capsys, files, "--method", "rrf", "--rrf-k", "1", "--tag", "mine")
     assert lines == [
         "q1 Q0 a 1 0.8333333333333333 mine",  # 1/2 + 1/3
         "q1 Q0 b 2 0.5 mine",
@@ -564,7 +564,7 @@ def test_a_topic_judged_only_negatively_is_one_line_not_a_crash(tmp_path, files)
     qrels = tmp_path / "negative.qrels"
     # q2's grade 2 gives the arqmath set's level-2 measures a relevant document to look for.
     qrels.write_text("q1 0 a -1\nq1 0 x -3\nq2 0 b 2\n", encoding="utf-8")
-    program = "import sys; from hybrid_ir.cli import main; sys.exit(main())"
+    program = "import sys; from hybrid_ir.cli.main import main; sys.exit(main())"
     for argv in (
         ["evaluate", "--qrels", str(qrels), "--run", files["dense"], "--measures", "arqmath"],
         ["crossval", files["dense"], files["base"], "--qrels", str(qrels), "--folds", "2"],

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_ir import code_digest
-from hybrid_ir.code_digest import PACKAGE_DIR, imported_modules
+from hybrid_ir.planning import code_digest
+from hybrid_ir.planning.code_digest import PACKAGE_DIR, imported_modules
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((REPO / "workflow" / "scripts").glob("*.py"))
@@ -66,31 +66,34 @@ def _planted_package(tmp_path, monkeypatch) -> tuple[Path, Path]:
     shutil.copytree(PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(code_digest, "PACKAGE_DIR", package)
     script = tmp_path / "import_run.py"
-    script.write_text("from hybrid_ir.runs import read_run\n")
+    script.write_text("from hybrid_ir.data.runs import read_run\n")
     return package, script
 
 
 def test_a_planted_import_deep_in_the_package_enters_the_digest(tmp_path, monkeypatch):
     package, script = _planted_package(tmp_path, monkeypatch)
     before = imported_modules(script)
-    assert "hybrid_ir.runs" in before and "hybrid_ir.stats" not in before
+    assert "hybrid_ir.data.runs" in before and "hybrid_ir.evaluation.significance" not in before
     digest = code_digest.code_digest(script)
     # A lazy import inside a function of a module the script imports...
-    runs = package / "runs.py"
-    runs.write_text(runs.read_text() + "\n\ndef _p_values():\n    from hybrid_ir import stats\n")
-    assert "hybrid_ir.stats" in imported_modules(script)
+    runs = package / "data" / "runs.py"
+    runs.write_text(
+        runs.read_text()
+        + "\n\ndef _p_values():\n    from hybrid_ir.evaluation import significance\n"
+    )
+    assert "hybrid_ir.evaluation.significance" in imported_modules(script)
     planted = code_digest.code_digest(script)
     assert planted != digest
     # ...and an edit of the module it reaches re-runs the script's jobs.
-    stats = package / "stats.py"
-    stats.write_text(stats.read_text() + "\n# edited\n")
+    significance = package / "evaluation" / "significance.py"
+    significance.write_text(significance.read_text() + "\n# edited\n")
     assert code_digest.code_digest(script) != planted
 
 
 def test_modules_named_as_strings_are_imports(tmp_path):
     script = tmp_path / "convert.py"
-    script.write_text("from hybrid_ir.collections import convert\n")
-    assert "hybrid_ir.collections.arqmath" in imported_modules(script)  # imported by name
+    script.write_text("from hybrid_ir.data.collections import convert\n")
+    assert "hybrid_ir.data.collections.arqmath" in imported_modules(script)  # imported by name
 
 
 def test_the_digest_cache_recomputes_exactly_when_a_covered_file_changes(tmp_path, monkeypatch):
@@ -106,7 +109,7 @@ def test_the_digest_cache_recomputes_exactly_when_a_covered_file_changes(tmp_pat
     )
     assert code_digest.DigestCache(store).digest(script) == first and not computed
     # An edit of an imported module, or a module added to the package, is seen.
-    runs = package / "runs.py"
+    runs = package / "data" / "runs.py"
     runs.write_text(runs.read_text() + "\n# edited\n")
     assert code_digest.DigestCache(store).digest(script) == "recomputed"
     (package / "added.py").write_text("")
@@ -118,7 +121,7 @@ def test_an_unreadable_digest_cache_is_an_empty_one(tmp_path):
     store = tmp_path / "digests.json"
     store.write_text("{half a file")
     script = tmp_path / "import_run.py"
-    script.write_text("from hybrid_ir.runs import read_run\n")
+    script.write_text("from hybrid_ir.data.runs import read_run\n")
     assert code_digest.DigestCache(store).digest(script) == code_digest.code_digest(script)
     assert json.loads(store.read_text())["scripts"]
 
@@ -147,7 +150,7 @@ class _GarbageThatYields:
 
 def test_threads_digesting_at_once_do_not_break_the_parser():
     # Snakemake runs local jobs in threads; each asks which modules its script imports.
-    source = code_digest.PACKAGE_DIR / "docs_reference.py"
+    source = code_digest.PACKAGE_DIR / "cli" / "docs_reference.py"
     errors: list[BaseException] = []
 
     def nested(depth: int, call):

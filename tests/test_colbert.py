@@ -22,6 +22,7 @@ from colbert.modeling.tokenization import DocTokenizer, QueryTokenizer
 from tokenizers import AddedToken
 from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
+from hybrid_ir.data.runs import write_run
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.neural.colbert import (
     DOC_IDS_FILE,
@@ -33,7 +34,6 @@ from hybrid_ir.neural.colbert import (
 )
 from hybrid_ir.neural.colbert_compat import build_cpu_kernels
 from hybrid_ir.neural.models import directory_size
-from hybrid_ir.runs import write_run
 
 WORDS = (
     "what is the integral derivative of sine cosine function limit series sum prime number "

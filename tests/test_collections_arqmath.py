@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_ir.collections import get_reader, source_problems
-from hybrid_ir.collections.arqmath import (
+from hybrid_ir.data.collections import get_reader, source_problems
+from hybrid_ir.data.collections.arqmath import (
     PostsStats,
     read_post_links,
     read_posts_answers,
     read_topics,
 )
-from hybrid_ir.collections.arqmath_html import read_threads, render_html
+from hybrid_ir.data.collections.arqmath_html import read_threads, render_html
+from hybrid_ir.data.qrels import Judgment
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import Judgment
 
 MATH = 'class="ltx_Math" display="inline" xmlns="http://www.w3.org/1998/Math/MathML"'
 

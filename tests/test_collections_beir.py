@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_ir.collections.beir import read_beir, read_scifact_allenai_csv
+from hybrid_ir.data.collections.beir import read_beir, read_scifact_allenai_csv
+from hybrid_ir.data.qrels import Judgment
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import Judgment
 
 QUERIES = [
     {"_id": "0", "text": "Unjudged claim.", "metadata": {}},

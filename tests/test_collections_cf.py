@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_ir.collections.cf import DOC_ROLES, QUERY_ROLE, read_cf
+from hybrid_ir.data.collections.cf import DOC_ROLES, QUERY_ROLE, read_cf
+from hybrid_ir.data.qrels import Judgment
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import Judgment
 
 EOF_PADDING = "\x1a" * 12
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_ir.collections import get_reader
+from hybrid_ir.data.collections import get_reader
+from hybrid_ir.data.qrels import Judgment, read_judgments
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import Judgment, read_qrels
 
 MATHML_1 = """<math xmlns="http://www.w3.org/1998/Math/MathML">
         <semantics>
@@ -278,7 +278,7 @@ def archive(tmp_path: Path) -> Path:
 def test_official_archive_one_document_per_formula_with_tex(
     sources: dict[str, Path], archive: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="hybrid_ir.collections.ntcir")
+    caplog.set_level(logging.INFO, logger="hybrid_ir.data.collections.ntcir")
     collection = get_reader("ntcir12_wiki_formula")({**sources, "articles": archive})
     assert isinstance(collection.docs, Iterator)  # streamed, article by article
     assert list(collection.docs) == EXPECTED_DOCS
@@ -408,7 +408,7 @@ def test_real_qrels_splits_and_union(real, mirror: Path) -> None:
         topic["id"] for topic in real.topics["all"]
     }
     # pya0's browsing qrels (relevance written 3.0) are the same judgments.
-    pya0 = read_qrels(mirror / PYA0 / "qrels.ntcir12-math-browsing.txt")
+    pya0 = read_judgments(mirror / PYA0 / "qrels.ntcir12-math-browsing.txt")
     assert sorted(pya0) == sorted(real.qrels["all"])
 
 
@@ -421,6 +421,6 @@ def test_real_concrete_topics_and_qrels_are_pya0s(real, mirror: Path) -> None:
     with open(path, encoding="utf-8") as handle:
         pya0 = dict(line.rstrip("\n").split("\t", 1) for line in handle)
     assert {topic["id"]: topic["text"] for topic in concrete} == pya0
-    judgments = read_qrels(mirror / PYA0 / "qrels.ntcir12-math-browsing-concrete.txt")
+    judgments = read_judgments(mirror / PYA0 / "qrels.ntcir12-math-browsing-concrete.txt")
     assert len(real.qrels["concrete"]) == len(judgments) == 1202
     assert sorted(real.qrels["concrete"]) == sorted(judgments)

@@ -6,7 +6,7 @@ import tarfile
 
 import pytest
 
-from hybrid_ir.collections import get_reader
+from hybrid_ir.data.collections import get_reader
 from hybrid_ir.errors import InputFormatError
 
 

@@ -20,12 +20,13 @@ import numpy as np
 import pytest
 from scipy.stats import permutation_test, ttest_rel
 
-from hybrid_ir.cli import main
-from hybrid_ir.compare import compare_runs, render_csv, render_latex, short_names
+from hybrid_ir.cli.main import main
+from hybrid_ir.data.qrels import read_qrels
+from hybrid_ir.data.runs import read_run
 from hybrid_ir.errors import EvaluationError, ParameterError
-from hybrid_ir.evaluate import evaluate, load_qrels
-from hybrid_ir.runs import read_run
-from hybrid_ir.stats import holm, randomization_test
+from hybrid_ir.evaluation.measures import evaluate
+from hybrid_ir.evaluation.significance import holm, randomization_test
+from hybrid_ir.reports.compare import compare_runs, render_csv, render_latex, short_names
 
 TOPICS = [f"T.{i}" for i in range(1, 13)]
 MEASURES = ["P@5", "nDCG@10", "Rel_Ret"]
@@ -65,7 +66,7 @@ def files(tmp_path: Path) -> dict[str, str]:
 
 
 def _table(files: dict[str, str], *names: str, **options):
-    qrels = load_qrels(files["qrels"])
+    qrels = read_qrels(files["qrels"])
     runs = [(files[name], read_run(files[name])) for name in names]
     settings = {"permutations": 2000, "seed": 5, **options}
     baseline = (files["baseline"], read_run(files["baseline"]))
@@ -73,7 +74,7 @@ def _table(files: dict[str, str], *names: str, **options):
 
 
 def _per_topic(files: dict[str, str], name: str, measure: str) -> dict[str, float]:
-    qrels = load_qrels(files["qrels"])
+    qrels = read_qrels(files["qrels"])
     return evaluate(qrels, read_run(files[name]), [measure]).per_query[measure]
 
 
@@ -297,7 +298,7 @@ def test_a_run_given_twice_is_an_error(files):
     with pytest.raises(ParameterError, match="is given twice"):
         _table(files, "alpha", "alpha")
     with pytest.raises(EvaluationError):
-        qrels = (files["qrels"], load_qrels(files["qrels"]))
+        qrels = (files["qrels"], read_qrels(files["qrels"]))
         baseline = (files["baseline"], read_run(files["baseline"]))
         compare_runs(qrels, baseline, [("lone", {"T.1": {"x": 1.0}})], ["P@5"], 10, 1)
 
@@ -423,7 +424,7 @@ def test_arqmath1_runs_against_psu1(mirror):
     qrels = mirror / "arqmath" / "pya0-topics-and-qrels" / "qrels.arqmath-2020-task1.txt"
     baseline = runs / "final_runs" / "psu-task1-auto-both-A.tsv.gz"
     table = compare_runs(
-        (str(qrels), load_qrels(qrels)), (str(baseline), read_run(baseline)),
+        (str(qrels), read_qrels(qrels)), (str(baseline), read_run(baseline)),
         [(str(runs / path), read_run(runs / path)) for path in ARQMATH1_RUNS],
         ["arqmath"], permutations=1000, seed=1234,
     )  # fmt: skip
@@ -461,8 +462,8 @@ def test_json_carries_the_csv_numbers_unrounded_under_documented_keys(capsys, fi
 
 
 def test_json_writes_a_number_that_is_not_finite_as_null():
-    from hybrid_ir.compare import CompareTable, Comparison, Coverage, render_json
-    from hybrid_ir.stats import RandomizationTest, TTest
+    from hybrid_ir.evaluation.significance import RandomizationTest, TTest
+    from hybrid_ir.reports.compare import CompareTable, Comparison, Coverage, render_json
 
     nan = float("nan")
     row = Comparison("P@5", "same", "same.trec", 6, 0.5, 0.5, False, TTest(nan, nan, 6),

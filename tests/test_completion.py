@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_ir.cli import build_parser
-from hybrid_ir.completion import command_table, completion_script
+from hybrid_ir.cli.completion import command_table, completion_script
+from hybrid_ir.cli.main import build_parser
 
 HYBRID_IR = Path(sys.executable).with_name("hybrid-ir")
 

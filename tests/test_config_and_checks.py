@@ -9,9 +9,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hybrid_ir.checks import CheckResult, assert_all_passed, run_checks, run_summary, write_summary
-from hybrid_ir.config import validate_config
+from hybrid_ir.config.validation import validate_config
 from hybrid_ir.errors import CheckFailed, ConfigError
+from hybrid_ir.evaluation.checks import (
+    CheckResult,
+    assert_all_passed,
+    run_checks,
+    run_summary,
+    write_summary,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -31,7 +37,7 @@ def test_paper_config_is_valid_over_the_default(config, tmp_path):
     from conftest import paper_pins
     from snakemake.utils import update_config
 
-    from hybrid_ir.config_layers import config_layers, merged_config
+    from hybrid_ir.config.layers import config_layers, merged_config
 
     paper = [REPO / "config.yaml", REPO / "configs" / "paper.yaml", paper_pins(tmp_path)]
     layers = config_layers(paper, {})
@@ -209,8 +215,8 @@ def test_an_entry_for_several_topic_sets_needs_topics_in_its_name():
 
 
 def test_published_values_are_written_once_and_fill_table_and_checks():
-    from hybrid_ir.checks import checks_from_expected, load_expected
-    from hybrid_ir.config_published import fill_published
+    from hybrid_ir.config.published import fill_published
+    from hybrid_ir.evaluation.checks import checks_from_expected, load_expected
 
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     validate_config(config, SCHEMA)
@@ -243,7 +249,7 @@ def test_published_values_are_written_once_and_fill_table_and_checks():
 def test_said_once_entries_expand_as_before(config, monkeypatch):
     """A fusion over a list of topic sets, a block per sample topic with its published values
     from an expected file, and a sweep figure's sets from its sweep."""
-    from hybrid_ir.config_published import fill_published
+    from hybrid_ir.config.published import fill_published
 
     monkeypatch.chdir(REPO)
     validate_config(config, SCHEMA)
@@ -267,7 +273,7 @@ def test_said_once_entries_expand_as_before(config, monkeypatch):
 
 
 def test_a_published_file_without_published_values_is_named(config, tmp_path, monkeypatch):
-    from hybrid_ir.config_published import fill_published
+    from hybrid_ir.config.published import fill_published
 
     monkeypatch.chdir(REPO)
     validate_config(config, SCHEMA)
@@ -288,7 +294,7 @@ def test_a_retriever_of_an_unknown_collection_is_named(config):
 
 def test_expected_runs_without_a_topic_set_are_named(tmp_path):
     """Without ``topics`` the evaluation paths would have an empty topic-set folder."""
-    from hybrid_ir.checks import load_expected
+    from hybrid_ir.evaluation.checks import load_expected
 
     path = tmp_path / "pins.yaml"
     path.write_text(
@@ -351,7 +357,7 @@ def test_run_summary_after_an_error_without_results(tmp_path: Path):
 
 
 def test_gpu_jobs_split_the_global_batch_over_their_gpus(config):
-    from hybrid_ir.config_settings import training_processes
+    from hybrid_ir.config.settings import training_processes
 
     config["math_models"].update(device="auto", cpu_processes=2)
     config["math_models"]["pretraining"].update(batch_size=240, micro_batch_size=10)
@@ -455,7 +461,7 @@ def test_measures_and_fusion_parameters_are_checked_before_any_job(
     tmp_path, capsys, overlay, problem
 ):
     """Each failed only inside its job before (pytrec_eval aborting the process on some)."""
-    from hybrid_ir.cli import main
+    from hybrid_ir.cli.main import main
 
     path = tmp_path / "overlay.yaml"
     path.write_text(overlay + "\n", encoding="utf-8")

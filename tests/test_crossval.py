@@ -12,8 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybrid_ir import crossval
-from hybrid_ir.crossval import (
+from hybrid_ir.errors import HybridIRError
+from hybrid_ir.evaluation.measures import evaluate
+from hybrid_ir.fusion import crossval
+from hybrid_ir.fusion.crossval import (
     ALPHAS,
     PAPER_SEED,
     PYA0_DEFAULT_SEED,
@@ -25,11 +27,9 @@ from hybrid_ir.crossval import (
     report,
     tune,
 )
-from hybrid_ir.errors import HybridIRError
-from hybrid_ir.evaluate import evaluate
-from hybrid_ir.fusion import linear
-from hybrid_ir.grids import grid, grid_search
-from hybrid_ir.pya0_modules import load_crossvalidate
+from hybrid_ir.fusion.grids import grid, grid_search
+from hybrid_ir.fusion.methods import linear
+from hybrid_ir.retrieval.pya0_modules import load_crossvalidate
 
 HAND_FOLDS = [["t1", "t2"], ["t3", "t4"], ["t5", "t6"]]
 HAND_SCORES = {

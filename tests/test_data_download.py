@@ -22,12 +22,11 @@ from toy_workflow import REPO, SNAKEMAKE, snakemake_environment
 from upstream_server import Upstream, https_server, make_certificate
 
 from hybrid_ir import paths
-from hybrid_ir.cli import main
-from hybrid_ir.config import validate_config
-from hybrid_ir.config_layers import config_layers, merged_config
-from hybrid_ir.data_checklist import required_raw_files
-from hybrid_ir.errors import FetchError, InputFormatError
-from hybrid_ir.fetch import (
+from hybrid_ir.cli.main import main
+from hybrid_ir.config.layers import config_layers, merged_config
+from hybrid_ir.config.validation import validate_config
+from hybrid_ir.data.checklist import required_raw_files
+from hybrid_ir.data.fetch import (
     RAW_URL_BASE,
     ManifestEntry,
     Network,
@@ -35,15 +34,16 @@ from hybrid_ir.fetch import (
     load_manifest,
     write_manifest,
 )
-from hybrid_ir.members import (
+from hybrid_ir.data.members import (
     find_member_list,
     load_member_list,
     member_list_from_archive,
     member_list_path,
     write_member_list,
 )
-from hybrid_ir.plan import Plan
-from hybrid_ir.raw_check import check_raw_inputs
+from hybrid_ir.data.raw_check import check_raw_inputs
+from hybrid_ir.errors import FetchError, InputFormatError
+from hybrid_ir.planning.plan import Plan
 
 CONTENT = b"".join(b"line %d of an upstream file\n" % number for number in range(2000))
 REPOSITORY, COMMIT = "owner/repo", "c" * 40

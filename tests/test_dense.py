@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hybrid_ir.data.formats import write_records
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import write_records
 from hybrid_ir.neural import dense
 from hybrid_ir.neural.dense import (
     SentenceEncoder,

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from toy_workflow import make_toy, snakemake
 
-from hybrid_ir.crossval import assign_folds
+from hybrid_ir.fusion.crossval import assign_folds
 
 pytestmark = pytest.mark.lucene
 

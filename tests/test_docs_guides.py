@@ -301,7 +301,7 @@ def slug(heading: str) -> str:
 def generated_pages() -> set[Path]:
     """The pages the site generates when it is built (docs/hooks/reference.py), not in docs/."""
     try:
-        from hybrid_ir.docs_reference import reference_pages
+        from hybrid_ir.cli.docs_reference import reference_pages
 
         names = set(reference_pages(REPO))
     except (ImportError, OSError):

@@ -1,4 +1,4 @@
-"""The documentation site's generated reference pages (hybrid_ir.docs_reference): each lists
+"""The documentation site's generated reference pages (hybrid_ir.cli.docs_reference): each lists
 everything its source defines (every key of the configuration schema, every command and option
 of the CLI, every measure set and column, every output path and registry entry), in Markdown
 tables that hold together. Building the site itself is tests/test_docs_site.py."""
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_ir import docs_reference, evaluate, figure_kinds, output_kinds, paths, run_origins
-from hybrid_ir.cli import build_parser
-from hybrid_ir.docs_reference import (
+from hybrid_ir import paths
+from hybrid_ir.cli import docs_reference
+from hybrid_ir.cli.docs_reference import (
     CLAIMS_SCHEMA,
     changelog_page,
     claims_files_page,
@@ -29,6 +29,11 @@ from hybrid_ir.docs_reference import (
     path_functions,
     schema_rows,
 )
+from hybrid_ir.cli.main import build_parser
+from hybrid_ir.config import run_origins
+from hybrid_ir.evaluation import measures as evaluate
+from hybrid_ir.planning import output_kinds
+from hybrid_ir.reports.figures import kinds as figure_kinds
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_ir import evaluate, paths
-from hybrid_ir.cli import build_parser
-from hybrid_ir.docs_reference import commands, load_schema
+from hybrid_ir import paths
+from hybrid_ir.cli.docs_reference import commands, load_schema
+from hybrid_ir.cli.main import build_parser
+from hybrid_ir.evaluation import measures as evaluate
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -158,8 +158,8 @@ def test_a_snapshot_after_the_end_of_training_is_a_config_error(tiny_bert, tmp_p
 
 
 def test_snapshot_runs_are_named_and_checked_from_configuration():
-    from hybrid_ir.config_checks import _check_training_data
-    from hybrid_ir.config_settings import math_model_runs
+    from hybrid_ir.config.checks import _check_training_data
+    from hybrid_ir.config.settings import math_model_runs
 
     dpr = {"epochs": 10, "batch_size": 36, "lr": 3e-6, "schedule": "constant", "snapshots": [1]}
     math = {"backbones": {"bert": {}, "bert-math-7ep": {}}, "dpr": dpr, "released": {}}
@@ -188,8 +188,8 @@ def test_a_backbones_models_choose_its_runs_and_are_checked():
     """Paper 000's Table 1 rows (1)-(3) read DPR after one epoch only: a backbone listing
     `models: [dpr-epoch1]` gets that run and no index or search of its final DPR or ColBERT;
     one that leaves out a model a re-ranker reads is a configuration error."""
-    from hybrid_ir.config import validate_config
-    from hybrid_ir.config_settings import fine_tuning_settings, math_model_runs, trained_encoders
+    from hybrid_ir.config.settings import fine_tuning_settings, math_model_runs, trained_encoders
+    from hybrid_ir.config.validation import validate_config
 
     config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
     math = config["math_models"]

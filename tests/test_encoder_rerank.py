@@ -14,12 +14,12 @@ import pytest
 import yaml
 from test_colbert import WORDS, _tiny_bert
 
-from hybrid_ir.config import validate_config
-from hybrid_ir.config_settings import math_model_runs
+from hybrid_ir.config.run_origins import systems
+from hybrid_ir.config.settings import math_model_runs
+from hybrid_ir.config.validation import validate_config
 from hybrid_ir.errors import ConfigError, HybridIRError, ParameterError
 from hybrid_ir.neural.candidates import top_candidates
 from hybrid_ir.neural.encoders import ENCODERS, Job, encoder
-from hybrid_ir.run_origins import systems
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"

@@ -1,20 +1,22 @@
-"""Evaluation: measure sets checked by hand on tiny runs, qrels loading rules, and (mirror) the
-ARQMath-1 trec_eval outputs staged with PSU's runs."""
+"""Evaluation: measure sets checked by hand on tiny runs, and (mirror) the ARQMath-1 trec_eval
+outputs staged with PSU's runs. Qrels reading is tested in test_qrels.py."""
 
 from __future__ import annotations
 
-import gzip
-import logging
 import math
 from pathlib import Path
 
 import pytest
 
-from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.evaluate import evaluate, evaluate_files, load_qrels, ntcir12, resolve_measures
-from hybrid_ir.runs import read_run
-
-LOGGER = "hybrid_ir.evaluate"
+from hybrid_ir.data.qrels import read_qrels
+from hybrid_ir.data.runs import read_run
+from hybrid_ir.errors import ConfigError
+from hybrid_ir.evaluation.measures import (
+    evaluate,
+    evaluate_files,
+    ntcir12,
+    resolve_measures,
+)
 
 
 def dcg(gains: list[float]) -> float:
@@ -184,30 +186,6 @@ def test_bad_measure_lists_are_config_errors(measures):
         resolve_measures(measures)
 
 
-def test_load_qrels_reads_integral_floats_with_a_warning(tmp_path, caplog):
-    path = tmp_path / "qrels.txt"
-    path.write_text("T1 xxx a 3.0\nT1 xxx b 0.0\nT1 xxx c 1\n")
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
-        assert load_qrels(path) == {"T1": {"a": 3, "b": 0, "c": 1}}
-    assert "2 relevance value(s) written as floats" in caplog.text
-
-
-def test_load_qrels_keeps_the_highest_of_repeated_judgments(tmp_path, caplog):
-    path = tmp_path / "qrels.txt.gz"
-    with gzip.open(path, "wt") as handle:
-        handle.write("T1\t0\ta\t1\nT1\t0\ta\t3\nT1\t0\ta\t0\nT2\t0\ta\t2\n")
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
-        assert load_qrels(path) == {"T1": {"a": 3}, "T2": {"a": 2}}
-    assert "2 repeated (topic, doc) line(s)" in caplog.text
-
-
-def test_load_qrels_rejects_non_integral_relevance_naming_file_and_line(tmp_path):
-    path = tmp_path / "qrels.txt"
-    path.write_text("T1 0 a 1\nT1 0 b 0.5\n")
-    with pytest.raises(InputFormatError, match=r"qrels.txt:2: relevance '0.5' is not integral"):
-        load_qrels(path)
-
-
 def test_evaluate_files_reads_arqmath_tsv_runs(tmp_path):
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("A.1 0 10 2\nA.1 0 11 0\nA.2 0 12 3\n")
@@ -240,7 +218,7 @@ def trec_eval_output(path: Path) -> dict[str, dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def arqmath1_qrels(mirror):
-    return load_qrels(mirror / ARQMATH1_QRELS)
+    return read_qrels(mirror / ARQMATH1_QRELS)
 
 
 @pytest.mark.mirror
@@ -327,7 +305,7 @@ def test_cutoff_measures_score_the_same_on_the_first_documents_alone(seed, monke
     on the whole run."""
     import random
 
-    from hybrid_ir import evaluate as evaluation
+    from hybrid_ir.evaluation import measures as evaluation
 
     rng = random.Random(seed)
     run = {
@@ -347,7 +325,7 @@ def test_cutoff_measures_score_the_same_on_the_first_documents_alone(seed, monke
 
 
 def test_decisive_depth_is_the_largest_cutoff_of_prefix_measures_only():
-    from hybrid_ir.evaluate import decisive_depth
+    from hybrid_ir.evaluation.measures import decisive_depth
 
     assert decisive_depth(["nDCG@10"]) == 10
     assert decisive_depth(["P@5", "R(rel=2)@100", "nDCG@10"]) == 100
@@ -361,8 +339,8 @@ def test_decisive_depth_is_the_largest_cutoff_of_prefix_measures_only():
 def test_a_run_cut_at_the_decisive_depth_scores_as_the_whole_run(seed):
     import random
 
-    from hybrid_ir.evaluate import decisive_depth
-    from hybrid_ir.runs import canonicalize
+    from hybrid_ir.data.runs import canonicalize
+    from hybrid_ir.evaluation.measures import decisive_depth
 
     rng = random.Random(seed)
     run = {
@@ -400,16 +378,6 @@ def test_comments_and_extra_run_fields_score_as_the_plain_files(tmp_path):
     annotated = evaluate_files(tmp_path / "annotated.qrels", tmp_path / "annotated.trec", measures)
     assert annotated == plain
     assert plain[0]["P@1"] == 0.5 and plain[0]["Rel_Ret"] == 2
-
-
-def test_qrels_errors_stay_errors_beside_comments(tmp_path):
-    path = tmp_path / "qrels.txt"
-    path.write_text("# header\nT1 0 a 1\nT1 0 b 1 extra\n")
-    with pytest.raises(InputFormatError, match=r"qrels.txt:3: expected 4 fields .*got 5$"):
-        load_qrels(path)
-    path.write_text("# nothing judged yet\n")
-    with pytest.raises(InputFormatError, match=r"qrels.txt: no judgments"):
-        load_qrels(path)
 
 
 def test_iprec_at_recall_follows_trec_eval_9_0_8_not_10_0():

@@ -1,8 +1,8 @@
-"""The per-topic explorer (hybrid_ir.explore): a synthetic ARQMath-like table in the official
-formats (canonical corpus and topics, TREC qrels and runs, a cross-validation report, the
-table's per-topic scores as hybrid_ir.tables writes them, a topic label table), with every kind
-of bad input the page must survive; the page's data checked in Python, and the page itself in
-headless Chromium (the report test's browser: Debian's chromium and chromium-driver, and
+"""The per-topic explorer (hybrid_ir.reports.explore.pages): a synthetic ARQMath-like table in the
+official formats (canonical corpus and topics, TREC qrels and runs, a cross-validation report, the
+table's per-topic scores as hybrid_ir.reports.tables.results writes them, a topic label table), with
+every kind of bad input the page must survive; the page's data checked in Python, and the page
+itself in headless Chromium (the report test's browser: Debian's chromium and chromium-driver, and
 Debian's libjs-katex for the math); and ``hybrid-ir explore`` on the toy collection.
 """
 
@@ -19,23 +19,29 @@ from test_report import browser as _report_browser
 from toy_workflow import DOCS, OTHER_RUN, QRELS, QUERIES
 
 from hybrid_ir import paths
-from hybrid_ir.cli import main
-from hybrid_ir.crossval import crossvalidate_linear, report
+from hybrid_ir.cli.main import main
+from hybrid_ir.data.qrels import read_qrels
+from hybrid_ir.data.runs import ranked, read_run, topic_sort_key
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.evaluate import load_qrels
-from hybrid_ir.explore import table_explorer, table_input
-from hybrid_ir.explore_data import ExplorerSettings, explorer_data, read_per_query
-from hybrid_ir.explore_inputs import PER_QUERY, explored_tables, explorer_inputs
-from hybrid_ir.explore_page import _json_for_html
-from hybrid_ir.explore_rankings import fused_ranking
-from hybrid_ir.explore_stats import pair_stats, t_quantile
-from hybrid_ir.explore_text import formulas, segments, truncate
-from hybrid_ir.fusion import linear
-from hybrid_ir.katex_assets import DEBIAN_KATEX, Katex, NoRenderer, katex_version, load_katex
-from hybrid_ir.runs import ranked, read_run, topic_sort_key
-from hybrid_ir.stats import paired_ttest
-from hybrid_ir.table_spec import source_key
-from hybrid_ir.tables import score_rows, table_spec, write_per_query
+from hybrid_ir.evaluation.significance import paired_ttest
+from hybrid_ir.fusion.crossval import crossvalidate_linear, report
+from hybrid_ir.fusion.methods import linear
+from hybrid_ir.reports.explore.data import ExplorerSettings, explorer_data, read_per_query
+from hybrid_ir.reports.explore.inputs import PER_QUERY, explored_tables, explorer_inputs
+from hybrid_ir.reports.explore.katex import (
+    DEBIAN_KATEX,
+    Katex,
+    NoRenderer,
+    katex_version,
+    load_katex,
+)
+from hybrid_ir.reports.explore.page import _json_for_html
+from hybrid_ir.reports.explore.pages import table_explorer, table_input
+from hybrid_ir.reports.explore.rankings import fused_ranking
+from hybrid_ir.reports.explore.stats import pair_stats, t_quantile
+from hybrid_ir.reports.explore.text import formulas, segments, truncate
+from hybrid_ir.reports.tables.results import score_rows, table_spec, write_per_query
+from hybrid_ir.reports.tables.spec import source_key
 
 browser = _report_browser  # the report test's headless Chromium (skips without it)
 
@@ -142,7 +148,7 @@ def synthetic(tmp_path_factory) -> tuple[Path, dict[str, str]]:
         _write_run(root / paths.run("syn", "t", system), run, system)
     results = crossvalidate_linear(
         read_run(root / paths.run("syn", "t", "a")), read_run(root / paths.run("syn", "t", "b")),
-        load_qrels(qrels), ["arqmath"], alphas=[0.2, 0.8], k_folds=2, seed=7,
+        read_qrels(qrels), ["arqmath"], alphas=[0.2, 0.8], k_folds=2, seed=7,
     )  # fmt: skip
     crossval = root / paths.crossval("syn-cv")
     crossval.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""The fault-injection hook of hybrid_ir.logged.run_step (HYBRID_IR_FAULT), without a cluster:
+"""The fault-injection hook of hybrid_ir.jobs.run.run_step (HYBRID_IR_FAULT), without a cluster:
 the first attempt of the named rule fails or hangs, every later one runs the step."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from hybrid_ir.errors import HybridIRError
-from hybrid_ir.logged import InjectedFault, armed_faults, inject_fault
+from hybrid_ir.jobs.run import InjectedFault, armed_faults, inject_fault
 
 # A workflow script in miniature: run_step around a step that writes its output.
 STEP = """
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from hybrid_ir.logged import run_step
+from hybrid_ir.jobs.run import run_step
 
 log, output = sys.argv[1], Path(sys.argv[2])
 limits = {"max_relevance": 1000, "max_line_chars": 1 << 25}

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from upstream_server import QuietHandler, https_server, make_certificate
 
-from hybrid_ir.errors import FetchError, InputFormatError
-from hybrid_ir.fetch import (
+from hybrid_ir.data.fetch import (
     ManifestEntry,
     Network,
     fetch,
@@ -24,6 +23,7 @@ from hybrid_ir.fetch import (
     mirror_root,
     write_manifest,
 )
+from hybrid_ir.errors import FetchError, InputFormatError
 
 GOOD = b"qid 0 doc 1\n"
 
@@ -430,7 +430,7 @@ def test_manifest_that_is_not_utf8_is_refused(tmp_path):
 
 
 def test_manifest_add_writes_path_sha256_and_size_and_replaces_a_stale_row(tmp_path, capsys):
-    from hybrid_ir.cli import main
+    from hybrid_ir.cli.main import main
 
     existing = entry_for("cf/original/cfquery", GOOD)
     mirror = tmp_path / "mirror"
@@ -464,7 +464,7 @@ def test_manifest_add_writes_path_sha256_and_size_and_replaces_a_stale_row(tmp_p
 
 def test_manifest_add_records_a_symlink_alias_under_its_own_name(tmp_path, capsys):
     """The alias's path, not its target's (which the row named before)."""
-    from hybrid_ir.cli import main
+    from hybrid_ir.cli.main import main
 
     mirror = tmp_path / "mirror"
     (mirror / "stored").mkdir(parents=True)
@@ -482,7 +482,7 @@ def test_manifest_add_records_a_symlink_alias_under_its_own_name(tmp_path, capsy
 
 
 def test_manifest_add_refuses_a_file_outside_the_mirror_and_a_missing_one(tmp_path, capsys):
-    from hybrid_ir.cli import main
+    from hybrid_ir.cli.main import main
 
     (tmp_path / "mirror").mkdir()
     outside = tmp_path / "elsewhere.xml"

@@ -12,9 +12,10 @@ import matplotlib.image
 import pytest
 import yaml
 
-from hybrid_ir.config import validate_config
+from hybrid_ir.config.validation import validate_config
+from hybrid_ir.data.runs import read_run
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.figure_data import (
+from hybrid_ir.reports.figures.data import (
     fused_rank_rows,
     head_to_head,
     label_panels,
@@ -22,7 +23,7 @@ from hybrid_ir.figure_data import (
     read_topic_labels,
     sweep_runs,
 )
-from hybrid_ir.figures import (
+from hybrid_ir.reports.figures.draw import (
     draw,
     head_to_head_figure,
     label_bar_figure,
@@ -37,9 +38,8 @@ from hybrid_ir.figures import (
     table_figure,
     table_figure_of,
 )
-from hybrid_ir.loss_figure import loss_curves, loss_figure
-from hybrid_ir.plotting import DPI, FIGSIZE, PALETTE, series_style
-from hybrid_ir.runs import read_run
+from hybrid_ir.reports.figures.loss import loss_curves, loss_figure
+from hybrid_ir.reports.figures.style import DPI, FIGSIZE, PALETTE, series_style
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -201,13 +201,13 @@ def test_read_topic_labels_keeps_the_rows_of_the_set(topic_labels, tmp_path):
 
 
 def test_by_label_means_panels_and_shared_scale(topic_labels, caplog):
-    from hybrid_ir.evaluate import evaluate
+    from hybrid_ir.evaluation.measures import evaluate
 
     scores = {
         label: evaluate(LABEL_QRELS, run, ["RR"]).per_query["RR"]
         for label, run in LABEL_RUNS.items()
     }
-    with caplog.at_level(logging.INFO, logger="hybrid_ir.figure_data"):
+    with caplog.at_level(logging.INFO, logger="hybrid_ir.reports.figures.data"):
         panels = label_panels(
             scores, topic_labels, BY_LABEL_SPEC["labels"], LABEL_QRELS, BY_LABEL_SPEC["label_order"]
         )
@@ -403,7 +403,7 @@ def test_head_to_head_counts_means_and_tsv(tmp_path, caplog):
     path = tmp_path / "labels.tsv"
     path.write_text(H2H_LABELS, encoding="utf-8")
     labels = read_topic_labels(path, "s1")
-    with caplog.at_level(logging.INFO, logger="hybrid_ir.figure_data"):
+    with caplog.at_level(logging.INFO, logger="hybrid_ir.reports.figures.data"):
         png, svg, tsv = draw(
             "head_to_head", H2H_SPEC, H2H_RUNS, H2H_QRELS, None, tmp_path / "fig2", labels
         )
@@ -426,7 +426,7 @@ def test_head_to_head_counts_means_and_tsv(tmp_path, caplog):
 def test_head_to_head_compares_topics_both_runs_score(caplog):
     scores = {"a": {"A.1": 1.0, "A.2": 0.5}, "b": {"A.1": 0.5, "A.3": 1.0}}
     labels = {topic: {"dependency": "Text"} for topic in ("A.1", "A.2", "A.3")}
-    with caplog.at_level(logging.INFO, logger="hybrid_ir.figure_data"):
+    with caplog.at_level(logging.INFO, logger="hybrid_ir.reports.figures.data"):
         (row,) = head_to_head(scores, labels, "dependency")
     assert (row.value, row.topics, row.higher, row.ties, row.means) == (
         "Text",
@@ -520,7 +520,7 @@ STATS_QRELS = "q1 0 d1 2\nq1 0 d2 1\nq1 0 d3 0\nq2 0 d2 2\n"
 
 
 def _stats_files(tmp_path):
-    from hybrid_ir.formats import write_records
+    from hybrid_ir.data.formats import write_records
 
     write_records(tmp_path / "corpus.jsonl", STATS_CORPUS)
     write_records(tmp_path / "topics.jsonl", STATS_TOPICS)
@@ -529,18 +529,18 @@ def _stats_files(tmp_path):
 
 
 def test_collection_stats_numbers_table_and_figure(tmp_path):
-    from hybrid_ir.collection_stats import (
+    from hybrid_ir.data.collection_stats import (
         HEADER,
         collection_stats_of_files,
         table_rows,
         write_stats_markdown,
         write_stats_tsv,
     )
-    from hybrid_ir.evaluate import load_qrels
+    from hybrid_ir.data.qrels import read_qrels
 
     corpus, topics, qrels = _stats_files(tmp_path)
     stats = collection_stats_of_files(
-        "Toy", corpus, topics, load_qrels(qrels), ["title", "text"], ["title", "text"]
+        "Toy", corpus, topics, read_qrels(qrels), ["title", "text"], ["title", "text"]
     )
     assert (stats.queries, stats.documents) == (2, 3)
     assert stats.relevant_per_query == 1.5  # q1: d1, d2; q2: d2
@@ -548,7 +548,7 @@ def test_collection_stats_numbers_table_and_figure(tmp_path):
     assert stats.document_words == pytest.approx((5 + 4 + 2) / 3)
     assert stats.sections_per_document == pytest.approx((2 + 1 + 1) / 3)
     strict = collection_stats_of_files(
-        "Toy", corpus, topics, load_qrels(qrels), ["text"], ["text"], min_relevance=2
+        "Toy", corpus, topics, read_qrels(qrels), ["text"], ["text"], min_relevance=2
     )
     assert (strict.relevant_per_query, strict.sections_per_document) == (1.0, 2 / 3)
     assert table_rows([stats]) == [["Toy", "2", "3", "1.50", "2.00", "3.67", "title, text", "1.33"]]
@@ -569,14 +569,14 @@ def test_collection_stats_numbers_table_and_figure(tmp_path):
 
 
 def test_collection_stats_bad_input(tmp_path):
-    from hybrid_ir.collection_stats import collection_stats_of_files
-    from hybrid_ir.evaluate import load_qrels
+    from hybrid_ir.data.collection_stats import collection_stats_of_files
+    from hybrid_ir.data.qrels import read_qrels
 
     corpus, topics, qrels = _stats_files(tmp_path)
     with pytest.raises(
         InputFormatError, match=r"corpus.jsonl: document 'd1' has no text field 'abstract'"
     ):
-        collection_stats_of_files("Toy", corpus, topics, load_qrels(qrels), ["abstract"], ["text"])
+        collection_stats_of_files("Toy", corpus, topics, read_qrels(qrels), ["abstract"], ["text"])
     with pytest.raises(ConfigError, match="Toy: the qrels judge none of the topics of"):
         collection_stats_of_files("Toy", corpus, topics, {"zz": {"d1": 1}}, ["text"], ["text"])
 
@@ -720,7 +720,7 @@ def test_loss_figure_one_panel_per_loss_with_units(tmp_path):
 
 
 def test_bar_figures_label_axes_legend_palette_and_shared_scale(topic_labels):
-    from hybrid_ir.evaluate import evaluate
+    from hybrid_ir.evaluation.measures import evaluate
 
     scores = {
         label: evaluate(LABEL_QRELS, run, ["RR"]).per_query["RR"]
@@ -766,20 +766,20 @@ def test_rank_scatter_and_table_figures(fused_run):
 
 
 def test_the_schema_lists_exactly_the_registered_kinds():
-    from hybrid_ir.figure_kinds import FIGURE_KINDS
+    from hybrid_ir.reports.figures.kinds import FIGURE_KINDS
 
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     figure = schema["properties"]["figures"]["additionalProperties"]["properties"]
     assert figure["kind"]["enum"] == list(FIGURE_KINDS)
-    from hybrid_ir import figures
+    from hybrid_ir.reports.figures import draw as figures
 
     for kind in FIGURE_KINDS.values():
         assert callable(getattr(figures, kind.draw)), kind.draw
 
 
 def test_a_new_kind_is_one_registry_entry_and_its_drawing_function(monkeypatch, tmp_path):
-    from hybrid_ir import figures
-    from hybrid_ir.figure_kinds import (
+    from hybrid_ir.reports.figures import draw as figures
+    from hybrid_ir.reports.figures.kinds import (
         FIGURE_KINDS,
         FigureKind,
         figure_inputs,
@@ -814,7 +814,7 @@ def test_a_new_kind_is_one_registry_entry_and_its_drawing_function(monkeypatch, 
 
 
 def test_collection_stats_is_drawn_from_its_datasets(tmp_path):
-    from hybrid_ir.figures import Dataset
+    from hybrid_ir.reports.figures.draw import Dataset
 
     corpus, topics, qrels = _stats_files(tmp_path)
     settings = {

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from hybrid_ir.data.runs import Run, canonicalize, read_run, write_run
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.fusion import (
+from hybrid_ir.fusion.methods import (
     FUSION_METHODS,
     borda,
     combsum,
@@ -28,7 +29,6 @@ from hybrid_ir.fusion import (
     rrf,
     score_hybrid,
 )
-from hybrid_ir.runs import Run, canonicalize, read_run, write_run
 
 RUN_A: Run = canonicalize(
     {
@@ -443,7 +443,7 @@ def test_the_schema_names_exactly_the_registered_fusion_methods():
     """Fusions and sweeps take the methods of the registry, no more, no fewer."""
     import yaml
 
-    from hybrid_ir.fusion import FUSION_METHODS
+    from hybrid_ir.fusion.methods import FUSION_METHODS
 
     schema = yaml.safe_load(
         (Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text()

@@ -13,9 +13,8 @@ import pytest
 import yaml
 from hub_server import LocalHub
 
-from hybrid_ir.config import validate_config
-from hybrid_ir.errors import ConfigError, HybridIRError
-from hybrid_ir.hub import (
+from hybrid_ir.config.validation import validate_config
+from hybrid_ir.data.hub import (
     cache_dir,
     check_pins,
     current_revisions,
@@ -23,6 +22,7 @@ from hybrid_ir.hub import (
     hub_references,
     use_model_cache,
 )
+from hybrid_ir.errors import ConfigError, HybridIRError
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
@@ -147,7 +147,7 @@ def test_pin_asks_the_hub_for_the_commit_it_serves_now(served_model, hub_endpoin
 
 
 def test_pins_are_added_to_the_files_block_or_appended_leaving_other_lines(tmp_path):
-    from hybrid_ir.hub import write_pins
+    from hybrid_ir.data.hub import write_pins
 
     with_block = tmp_path / "with.yaml"
     with_block.write_text("# top\nhub_models:\n  a/b: {revision: x}\n\n# next\nseed: 1\n")
@@ -171,7 +171,7 @@ def test_a_compute_step_cannot_reach_the_hub(tmp_path):
     script = f"""
 import huggingface_hub
 from types import SimpleNamespace
-from hybrid_ir.logged import run_step
+from hybrid_ir.jobs.run import run_step
 def step():
     from huggingface_hub.errors import OfflineModeIsEnabled
     try:

@@ -9,17 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_collections_beir import CORPUS, jsonl, write_beir_directory
 
-from hybrid_ir.collections.beir import read_beir
+from hybrid_ir.data.collections.beir import read_beir
+from hybrid_ir.data.formats import id_problem, read_records, write_records
+from hybrid_ir.data.qrels import Judgment, read_judgments, write_judgments
+from hybrid_ir.data.runs import read_run, write_run
 from hybrid_ir.errors import HybridIRError, InputFormatError
-from hybrid_ir.formats import (
-    Judgment,
-    id_problem,
-    read_qrels,
-    read_records,
-    write_qrels,
-    write_records,
-)
-from hybrid_ir.runs import read_run, write_run
 
 INJECTING = "d9\nq1 Q0 d1 1 99 x"
 
@@ -94,7 +88,7 @@ def test_runs_and_qrels_with_a_control_character_in_an_id_name_the_line(tmp_path
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("1 0 d1 1\n1 0 d\x1c2 1\n")
     with pytest.raises(InputFormatError, match=r"qrels.txt:2: id 'd\\x1c2' contains U\+001C"):
-        read_qrels(qrels)
+        read_judgments(qrels)
 
 
 def test_writers_refuse_what_could_not_be_read_back_and_leave_no_file(tmp_path):
@@ -105,7 +99,7 @@ def test_writers_refuse_what_could_not_be_read_back_and_leave_no_file(tmp_path):
         write_run({"q1": {"d1": 1.0}}, run, tag="my run")
     qrels = tmp_path / "qrels.txt"
     with pytest.raises(HybridIRError, match=r"qrels.txt: not written: id 'q 1'"):
-        write_qrels(qrels, [Judgment("q 1", "d1", 1)])
+        write_judgments(qrels, [Judgment("q 1", "d1", 1)])
     corpus = tmp_path / "corpus.jsonl"
     with pytest.raises(HybridIRError, match=r"corpus.jsonl: not written: id 'a\\tb'"):
         write_records(corpus, [{"id": "a\tb", "title": "", "text": ""}])
@@ -130,7 +124,7 @@ def test_arbitrary_unicode_ids_are_refused_or_round_trip_unaltered(tmp_path_fact
         (docs_valid and id_problem(topic) is None, run, folder / "run.tsv",
          lambda path: write_run(run, path, tag="t", style="arqmath"), read_run),
         (docs_valid and id_problem(topic) is None, judgments, folder / "qrels.txt",
-         lambda path: write_qrels(path, judgments), read_qrels),
+         lambda path: write_judgments(path, judgments), read_judgments),
         (docs_valid, records, folder / "corpus.jsonl",
          lambda path: write_records(path, records), lambda path: list(read_records(path))),
     ]  # fmt: skip

@@ -1,6 +1,6 @@
-"""Clean job logs (hybrid_ir.job_log, hybrid_ir.native_output): a header naming the job, every
-line timestamped and free of escape codes, transformers' notes about task heads said once in
-a line of the project's own (and kept whole when they name anything else), and what a C
+"""Clean job logs (hybrid_ir.joblog.configure, hybrid_ir.joblog.native_output): a header naming the
+job, every line timestamped and free of escape codes, transformers' notes about task heads said once
+in a line of the project's own (and kept whole when they name anything else), and what a C
 library prints counted into one line."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from hybrid_ir.job_log import CleanFormatter, expected_note, header, strip_escapes
-from hybrid_ir.native_output import Note, counted_stderr
+from hybrid_ir.joblog.configure import CleanFormatter, expected_note, header, strip_escapes
+from hybrid_ir.joblog.native_output import Note, counted_stderr
 
 REPO = Path(__file__).resolve().parents[1]
 STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ ")
@@ -111,7 +111,7 @@ def test_what_a_c_library_prints_is_counted_into_one_line(caplog):
 STEP = """
 import sys, warnings
 from types import SimpleNamespace
-from hybrid_ir.logged import run_step
+from hybrid_ir.jobs.run import run_step
 
 def step():
     from transformers import BertForPreTraining, BertModel

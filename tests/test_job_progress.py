@@ -1,4 +1,4 @@
-"""A job's progress bars as plain lines in its log (hybrid_ir.job_progress): tqdm bars of any
+"""A job's progress bars as plain lines in its log (hybrid_ir.joblog.progress): tqdm bars of any
 origin write timestamped progress lines and one summary line, which are read back; the bars
 are patched in a subprocess, as in a job, so that this test process keeps its own tqdm."""
 
@@ -11,7 +11,7 @@ from datetime import datetime
 import pytest
 
 from hybrid_ir.errors import HybridIRError
-from hybrid_ir.job_progress import (
+from hybrid_ir.joblog.progress import (
     PROGRESS_EVERY_ENV,
     clock,
     latest_progress,
@@ -24,7 +24,7 @@ BARS = """
 import logging, sys, time
 logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                     format="%(asctime)s %(levelname)s %(message)s")
-from hybrid_ir.job_progress import report_bars_as_lines
+from hybrid_ir.joblog.progress import report_bars_as_lines
 report_bars_as_lines(0.05)
 from tqdm import tqdm
 from tqdm.auto import trange

@@ -1,4 +1,4 @@
-"""hybrid_ir.jobserver: a script run through a job server behaves as in a fresh interpreter
+"""hybrid_ir.planning.jobserver: a script run through a job server behaves as in a fresh interpreter
 (streams, exit status, environment, working directory, signals), its process is found for
 benchmarks, and a job the server cannot take runs in a fresh interpreter."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_ir import jobserver
+from hybrid_ir.planning import jobserver
 
 SCRIPT = textwrap.dedent(
     """\
@@ -57,7 +57,7 @@ def served(tmp_path_factory):
 
 def _run(work, environ, script="job.py", **extra):
     return subprocess.run(
-        [sys.executable, "-m", "hybrid_ir.jobserver", "run", script],
+        [sys.executable, "-m", "hybrid_ir.planning.jobserver", "run", script],
         cwd=work,
         env=environ | extra,
         capture_output=True,
@@ -105,7 +105,7 @@ def test_a_job_error_is_its_traceback_and_status_1(served):
 def _start_sleeper(work, environ):
     (work / "child.pid").unlink(missing_ok=True)
     client = subprocess.Popen(
-        [sys.executable, "-m", "hybrid_ir.jobserver", "run", "sleeper.py"],
+        [sys.executable, "-m", "hybrid_ir.planning.jobserver", "run", "sleeper.py"],
         cwd=work,
         env=environ,
     )
@@ -177,7 +177,7 @@ def test_closing_ends_the_servers_and_removes_their_directory(tmp_path, monkeypa
 
 
 def test_a_served_job_knows_its_server_under_the_name_its_log_reads():
-    from hybrid_ir.logged import JOB_SERVER_PID_ENV
+    from hybrid_ir.jobs.run import JOB_SERVER_PID_ENV
 
     assert jobserver.SERVER_PID_ENV == JOB_SERVER_PID_ENV
 
@@ -192,7 +192,7 @@ NAMED = textwrap.dedent(
     """\
     import os, pathlib, time
     from types import SimpleNamespace
-    from hybrid_ir.logged import run_step
+    from hybrid_ir.jobs.run import run_step
 
     job = SimpleNamespace(
         rule="bm25_search",
@@ -216,7 +216,9 @@ def test_a_forked_job_is_named_by_its_rule_and_wildcards_in_ps_and_top(served):
     (work / "named.py").write_text(NAMED)
     (work / "named.pid").unlink(missing_ok=True)
     client = subprocess.Popen(
-        [sys.executable, "-m", "hybrid_ir.jobserver", "run", "named.py"], cwd=work, env=environ
+        [sys.executable, "-m", "hybrid_ir.planning.jobserver", "run", "named.py"],
+        cwd=work,
+        env=environ,
     )
     try:
         deadline = time.monotonic() + 120

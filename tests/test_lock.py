@@ -1,7 +1,7 @@
-"""The locked environment (hybrid_ir.environment): requirements.lock satisfies requirements.txt,
-is what this environment has installed, and is read strictly; envs/hybrid-ir.yaml is the one
-``make lock`` generates from it, and the workflow's jobs run with only its packages installed
-and this package not installed, as in that conda environment."""
+"""The locked environment (hybrid_ir.jobs.environment): requirements.lock satisfies
+requirements.txt, is what this environment has installed, and is read strictly; envs/hybrid-ir.yaml
+is the one ``make lock`` generates from it, and the workflow's jobs run with only its packages
+installed and this package not installed, as in that conda environment."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ import pytest
 import yaml
 from toy_workflow import make_toy, snakemake_command, snakemake_environment
 
-from hybrid_ir.environment import (
+from hybrid_ir.errors import InputFormatError
+from hybrid_ir.jobs.environment import (
     CONDA_ENVIRONMENT,
     LOCK,
     REQUIREMENTS,
@@ -34,7 +35,6 @@ from hybrid_ir.environment import (
     runtime_closure,
     unsatisfied,
 )
-from hybrid_ir.errors import InputFormatError
 
 REPO = Path(__file__).resolve().parents[1]
 TORCH = re.search(r"^TORCH_VERSION := (\S+)$", (REPO / "Makefile").read_text(), re.M).group(1)
@@ -85,7 +85,7 @@ def test_this_environment_is_the_lock():
     import setuptools  # noqa: F401
 
     fresh = subprocess.run(
-        [sys.executable, "-c", "import json; from hybrid_ir.environment import installed; "
+        [sys.executable, "-c", "import json; from hybrid_ir.jobs.environment import installed; "
          "print(json.dumps(installed()))"],
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip

@@ -11,12 +11,12 @@ import pytest
 import yaml
 from conftest import TINY_WORDS
 
-from hybrid_ir.config import validate_config
+from hybrid_ir.config.validation import validate_config
+from hybrid_ir.data.runs import read_run, write_run
 from hybrid_ir.errors import ConfigError, HybridIRError
 from hybrid_ir.neural import rerank
 from hybrid_ir.neural.dense import topic_texts
 from hybrid_ir.neural.rerank import rerank_by_embeddings
-from hybrid_ir.runs import read_run, write_run
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"

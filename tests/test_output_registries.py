@@ -1,8 +1,8 @@
-"""The registries of what the workflow makes: run origins (hybrid_ir.run_origins) and the kinds
-of output ``rule all`` asks for (hybrid_ir.output_kinds). Each entry is checked against the
-schema, the rule files and the scripts, so that an entry cannot name a section, rule or function
-that does not exist; a new origin is one entry, and an error a job finds names the file that sets
-the offending key."""
+"""The registries of what the workflow makes: run origins (hybrid_ir.config.run_origins) and the
+kinds of output ``rule all`` asks for (hybrid_ir.planning.output_kinds). Each entry is checked
+against the schema, the rule files and the scripts, so that an entry cannot name a section, rule or
+function that does not exist; a new origin is one entry, and an error a job finds names the file
+that sets the offending key."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from hybrid_ir import run_origins
-from hybrid_ir.config import validate_config
-from hybrid_ir.config_sources import write_layers
+from hybrid_ir.config import run_origins
+from hybrid_ir.config.run_origins import RUN_ORIGINS, RunOrigin, origin_names, systems
+from hybrid_ir.config.sources import write_layers
+from hybrid_ir.config.validation import validate_config
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.logged import run_step
-from hybrid_ir.output_kinds import OUTPUT_KINDS
-from hybrid_ir.plan import Plan
-from hybrid_ir.run_origins import RUN_ORIGINS, RunOrigin, origin_names, systems
+from hybrid_ir.jobs.run import run_step
+from hybrid_ir.planning.output_kinds import OUTPUT_KINDS
+from hybrid_ir.planning.plan import Plan
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"

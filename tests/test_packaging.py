@@ -17,7 +17,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from hybrid_ir.environment import read_requirements
+from hybrid_ir.jobs.environment import read_requirements
 
 REPO = Path(__file__).resolve().parents[1]
 

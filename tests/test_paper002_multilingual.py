@@ -12,7 +12,7 @@ import yaml
 from standins_multilingual import CROSSED_QUERY, FILES, LANGUAGES
 from test_workflow import REPO, snakemake, write_manifest
 
-from hybrid_ir.analysis import pipeline_installed
+from hybrid_ir.retrieval.analysis import pipeline_installed
 
 GROUPS = ["EN", "FR", "DE", "IT", "ES", "KO", "AR", "ALL"]
 ROWS = ["TF-IDF (pivoted)", "BM25 (k1, b per language)", "Ensemble (Algorithm 1, eta per language)"]

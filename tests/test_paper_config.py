@@ -17,8 +17,8 @@ import pytest
 import yaml
 from conftest import PAPER_UNPINNED, paper_pins
 
-from hybrid_ir.cli import main
-from hybrid_ir.config_layers import config_layers, merged_config, resolve_overrides
+from hybrid_ir.cli.main import main
+from hybrid_ir.config.layers import config_layers, merged_config, resolve_overrides
 from hybrid_ir.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -122,7 +122,7 @@ def test_an_overlay_that_lists_a_collections_sources_replaces_all_of_them():
 def test_layers_merge_as_snakemake_merges_configfiles():
     from snakemake.utils import update_config
 
-    from hybrid_ir.config_layers import resolve_overrides
+    from hybrid_ir.config.layers import resolve_overrides
 
     layers = config_layers([REPO / "config.yaml", REPO / "configs/paper.yaml"], {})
     snakemake_merged: dict = {}

@@ -34,7 +34,7 @@ from standins_multilingual import FILES as MULTILINGUAL_FILES
 from standins_text import FILES as TEXT_FILES
 from toy_workflow import snakemake_environment, write_manifest
 
-from hybrid_ir.snakemake_log import run_logs
+from hybrid_ir.monitor.snakemake_log import run_logs
 
 pytestmark = pytest.mark.paper
 
@@ -144,7 +144,7 @@ def _print_jobs(title: str, jobs: list[str]) -> None:
 
 def _run_log(workdir: Path, run: subprocess.CompletedProcess) -> str:
     """Snakemake's own log of the run (every job's block, each failure's "Error in rule"),
-    which the run's console (hybrid_ir.run_console) shortens to a line per job; the console's
+    which the run's console (hybrid_ir.monitor.console) shortens to a line per job; the console's
     output after it, for the failure messages."""
     logs = run_logs(workdir)
     own = logs[-1].read_text(encoding="utf-8") if logs else ""
@@ -210,8 +210,8 @@ def paper_run(tmp_path_factory) -> dict:
 
 def _merged(configfiles) -> dict:
     """The configuration the workflow sees: merged, validated, its templates expanded."""
-    from hybrid_ir.config import validate_config
-    from hybrid_ir.config_layers import config_layers, merged_config
+    from hybrid_ir.config.layers import config_layers, merged_config
+    from hybrid_ir.config.validation import validate_config
 
     config = merged_config(config_layers([REPO / "config.yaml", *configfiles], {}))
     schema = REPO / "workflow" / "schemas" / "config.schema.yaml"

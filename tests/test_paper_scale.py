@@ -12,6 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from hybrid_ir.config.settings import fine_tuning_settings
+from hybrid_ir.errors import ConfigError
+from hybrid_ir.neural import distributed
+from hybrid_ir.neural.models import training_steps
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "paper_scale.py"
 HOUR = 3600.0
 
@@ -22,8 +27,17 @@ def scale():
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up while being defined
-    spec.loader.exec_module(module)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(SCRIPT.parent))  # where its `import harness` finds the harness
+        spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def paper(scale):
+    """The paper configuration and its rows."""
+    config = scale.load_config(scale.CONFIGS)
+    return config, scale.paper_jobs(config, [])
 
 
 @pytest.fixture
@@ -74,23 +88,63 @@ def quick_starts(scale, monkeypatch):
 # The arithmetic -------------------------------------------------------------------------------
 
 
-def test_accumulation_steps_split_the_global_batch_over_gpus_then_micro_batches(scale):
-    assert scale.accumulation_steps(240, 1, 30) == 8
-    assert scale.accumulation_steps(240, 2, 30) == 4
-    assert scale.accumulation_steps(240, 8, 30) == 1
-    assert scale.accumulation_steps(36, 1, 9) == 4
-    assert scale.accumulation_steps(36, 2, None) == 1  # no micro-batches: one pass
-    assert scale.accumulation_steps(36, 4, 18) == 1  # a micro-batch above the share
-    with pytest.raises(ValueError, match="does not split"):
-        scale.accumulation_steps(240, 7, 30)
-    with pytest.raises(ValueError, match="does not divide"):
-        scale.accumulation_steps(36, 1, 7)
+def _split(scale, batch, processes, micro, section="pretraining"):
+    """The projection's split of a global batch on a paper job of ``processes`` GPUs."""
+    rule = "pretrain" if section == "pretraining" else "finetune"
+    config = {
+        "math_models": {"device": "cuda", "cpu_processes": 1},
+        "resources": {"default": {"gpu": 0}, rule: {"gpu": processes}},
+    }
+    settings = {"batch_size": batch, "micro_batch_size": micro}
+    return scale.batch_split(config, section, settings)
 
 
-def test_training_steps_are_epochs_over_the_kept_examples_per_global_batch(scale):
-    assert scale.training_steps(7, 1000, 240, heldout=0.05) == math.ceil(7 * 950 / 240) == 28
-    assert scale.training_steps(10, 600, 36) == 167
-    assert scale.training_steps(0.001, 10, 240) == 1  # at least one step
+@pytest.mark.parametrize(
+    ("batch", "processes", "micro", "accumulation", "rows"),
+    [
+        (240, 1, 30, 8, 30),
+        (240, 2, 30, 4, 30),
+        (240, 8, 30, 1, 30),
+        (36, 1, 9, 4, 9),
+        (36, 2, None, 1, 18),  # no micro-batches: one pass over the share
+        (36, 4, 9, 1, 9),  # a micro-batch of the whole share
+    ],
+)
+def test_the_projection_splits_a_batch_as_the_training_code_does(
+    scale, batch, processes, micro, accumulation, rows
+):
+    split = _split(scale, batch, processes, micro)
+    section = "math_models.pretraining"
+    assert split.accumulation == distributed.accumulation_steps(batch, processes, micro, section)
+    assert split.accumulation == accumulation
+    assert split.rows == distributed.micro_batch_rows(batch, processes, accumulation) == rows
+    assert (split.ranks, split.share) == (processes, batch // processes)
+
+
+def test_a_batch_the_training_code_cannot_split_is_a_config_error(scale):
+    with pytest.raises(ConfigError, match="does not split evenly"):
+        _split(scale, 240, 7, 30)
+    with pytest.raises(ConfigError, match="does not divide"):
+        _split(scale, 36, 1, 7, "dpr")
+    # Above the share: the projection's former rule took it as one pass; the code refuses it.
+    with pytest.raises(ConfigError, match="does not divide the 9 examples"):
+        _split(scale, 36, 4, 18, "dpr")
+    # ColBERT trains on one process whatever its job's GPUs.
+    assert _split(scale, 30, 8, 10, "colbert").accumulation == 3
+
+
+def test_the_projection_follows_the_training_code(scale, paper, monkeypatch):
+    """Rows take their accumulation and micro-batch rows from hybrid_ir.neural.distributed at
+    the time they are built, so a change there moves them."""
+    config, jobs = paper
+    monkeypatch.setattr(distributed, "accumulation_steps", lambda *arguments: 5)
+    monkeypatch.setattr(distributed, "micro_batch_rows", lambda *arguments: 7)
+    changed = scale.paper_jobs(config, [])
+    for before, after in zip(jobs, changed, strict=True):
+        if before.resumes:
+            assert after.accumulation == 5 and after.activations != before.activations
+        else:
+            assert after == before
 
 
 def test_pya0_pairs_take_one_and_a_half_windows_each(scale):
@@ -195,10 +249,8 @@ def test_exit_status_is_1_when_a_job_cannot_finish(scale, monkeypatch, tmp_path,
     assert scale.main(["--skip-cpu-check"]) == 0
 
 
-def test_the_paper_configuration_has_a_row_for_every_gpu_rule(scale):
-    config = scale.load_config(scale.CONFIGS)
-    notes: list[str] = []
-    jobs = scale.paper_jobs(config, notes)
+def test_the_paper_configuration_has_a_row_for_every_gpu_rule(scale, paper):
+    config, jobs = paper
     assert {job.rule for job in jobs} == set(scale.GPU_RULES)
     math_config = config["math_models"]
     pretrained = [name for name, entry in math_config["backbones"].items() if entry["pretrain"]]
@@ -207,14 +259,17 @@ def test_the_paper_configuration_has_a_row_for_every_gpu_rule(scale):
     )
     for job in jobs:
         if job.rule == "pretrain":
-            settings = math_config["pretraining"]
+            section = "pretraining"
+            settings = math_config[section]
         elif job.rule == "finetune":
-            settings = math_config[job.instances[0].split("-")[0]]
+            section, backbone = job.instances[0].split("-", 1)
+            settings = fine_tuning_settings(math_config, section, backbone)
+            assert job.steps == training_steps(settings, scale.assumption("triplets"))
         else:
             continue
-        assert job.accumulation == scale.accumulation_steps(
-            settings["batch_size"], job.ranks, settings["micro_batch_size"]
-        )
+        batch, micro = settings["batch_size"], settings["micro_batch_size"]
+        key = f"math_models.{section}"
+        assert job.accumulation == distributed.accumulation_steps(batch, job.ranks, micro, key)
         assert job.resumes and job.checkpoint_every
     assert not [job for job in jobs if job.rule.startswith("encoder_") and job.resumes]
 

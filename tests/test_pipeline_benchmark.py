@@ -21,7 +21,9 @@ def pipeline():
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up while being defined
-    spec.loader.exec_module(module)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(SCRIPT.parent))  # where its `import harness` finds the harness
+        spec.loader.exec_module(module)
     return module
 
 

@@ -10,13 +10,13 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from hybrid_ir.checks import load_expected
-from hybrid_ir.claim_setup import claims_by_paper
-from hybrid_ir.config import validate_config
-from hybrid_ir.config_published import fill_published
+from hybrid_ir.config.claim_setups import claims_by_paper
+from hybrid_ir.config.published import fill_published
+from hybrid_ir.config.validation import validate_config
+from hybrid_ir.data.fetch import load_manifest
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.fetch import load_manifest
-from hybrid_ir.plan import Plan, alternatives
+from hybrid_ir.evaluation.checks import load_expected
+from hybrid_ir.planning.plan import Plan, alternatives
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -56,7 +56,7 @@ def test_a_tuned_retriever_reads_its_development_split(plan):
 
 
 def test_a_table_reads_each_rows_run_and_each_groups_qrels(plan):
-    sources = plan.table_sources("paper002-scifact")
+    sources = plan.table_sources(SimpleNamespace(table="paper002-scifact"))
     assert sources["sweep_scifact-ensemble-eta"].endswith("scifact-ensemble-eta.json")
     assert "results/runs/scifact/test/bm25-flat.trec" in sources.values()
     assert "results/collections/scifact/qrels/test.qrels" in sources.values()
@@ -95,8 +95,8 @@ def test_a_note_placeholder_is_checked_when_the_dag_is_built(placeholder, messag
 
 
 def test_a_configuration_error_names_the_layer_that_sets_the_key(tmp_path):
-    from hybrid_ir.config_layers import config_layers
-    from hybrid_ir.config_sources import attributed, key_source
+    from hybrid_ir.config.layers import config_layers
+    from hybrid_ir.config.sources import attributed, key_source
 
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text("fusions:\n  cf:\n    hybrid-0.8: {params: {lam: 7}}\n", encoding="utf-8")

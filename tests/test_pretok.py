@@ -4,9 +4,8 @@ from collections import Counter
 
 import pytest
 
-from hybrid_ir.errors import InputFormatError
-from hybrid_ir.formats import read_records, write_records
-from hybrid_ir.pretok import (
+from hybrid_ir.data.formats import read_records, write_records
+from hybrid_ir.data.pretok import (
     PretokStats,
     formula_tokens,
     math_vocabulary,
@@ -15,6 +14,7 @@ from hybrid_ir.pretok import (
     read_token_counts,
     write_token_counts,
 )
+from hybrid_ir.errors import InputFormatError
 
 FIG1_INPUT = (
     r"Inequality between norm 1, norm 2 and norm $\infty$ of matrices: "

@@ -14,10 +14,10 @@ import pytest
 import yaml
 from test_paper_config import FULL_COLLECTIONS
 
-from hybrid_ir.cli import main
-from hybrid_ir.config import validate_config as validated
-from hybrid_ir.config_layers import config_layers, merged_config
-from hybrid_ir.config_settings import rule_resources, rule_threads
+from hybrid_ir.cli.main import main
+from hybrid_ir.config.layers import config_layers, merged_config
+from hybrid_ir.config.settings import rule_resources, rule_threads
+from hybrid_ir.config.validation import validate_config as validated
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.neural import devices
 
@@ -117,7 +117,7 @@ def _rule_blocks() -> dict[str, str]:
 
 
 def test_every_rule_that_runs_a_script_sizes_its_jobs_from_the_section():
-    from hybrid_ir.figure_kinds import FIGURE_KINDS
+    from hybrid_ir.reports.figures.kinds import FIGURE_KINDS
 
     blocks = {name: text for name, text in _rule_blocks().items() if "script:" in text}
     for name, text in blocks.items():
@@ -126,7 +126,8 @@ def test_every_rule_that_runs_a_script_sizes_its_jobs_from_the_section():
             quoted = "_entry.resources"
         assert f"threads: rule_threads({quoted})" in text, name
         assert f"**rule_resources({quoted})," in text, name
-    # The schema names each of them (per-collection rules by pattern, checked in config.py).
+    # The schema names each of them (per-collection rules by pattern, checked in
+    # config/validation.py).
     schema = yaml.safe_load(SCHEMA.read_text())
     named = set(schema["properties"]["resources"]["properties"]) - {"default"}
     figure_entries = {kind.resources for kind in FIGURE_KINDS.values()}

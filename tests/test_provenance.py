@@ -1,4 +1,4 @@
-"""Provenance records (hybrid_ir.provenance) and ``hybrid-ir provenance``, without Snakemake: a
+"""Provenance records (hybrid_ir.jobs.provenance) and ``hybrid-ir provenance``, without Snakemake: a
 stand-in job with the attributes of a script's ``snakemake`` object writes records, and the
 chain is read back from them."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_ir import cli
-from hybrid_ir.environment import freeze_sha256, installed
-from hybrid_ir.provenance import (
+from hybrid_ir.cli import main as cli
+from hybrid_ir.jobs.environment import freeze_sha256, installed
+from hybrid_ir.jobs.provenance import (
     PROVENANCE_STATES,
     GitState,
     Identity,

@@ -21,7 +21,7 @@ import pytest
 from ranx import Run as RanxRun
 from ranx import fuse as ranx_fuse
 
-from hybrid_ir.fusion import borda, combsum, isr, log_isr, rrf
+from hybrid_ir.fusion.methods import borda, combsum, isr, log_isr, rrf
 
 pytestmark = pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaTypeSafetyWarning")
 

@@ -1,6 +1,6 @@
 """Property tests of every input reader against bad, hostile and valid files.
 
-Readers under test: qrels (``formats.read_qrels``, ``evaluate.load_qrels``), runs
+Readers under test: qrels (``qrels.read_judgments``, ``qrels.read_qrels``), runs
 (``runs.read_run``), canonical corpus/topics JSON Lines (``formats.read_records``), ARQMath and
 NTCIR-12 topics XML (``collections.arqmath.read_topics``, ``collections.ntcir.read_topics``) and
 the fetch manifest (``fetch.load_manifest``).
@@ -42,12 +42,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from hybrid_ir.collections import arqmath, ntcir
+from hybrid_ir.data.collections import arqmath, ntcir
+from hybrid_ir.data.fetch import ManifestEntry, load_manifest
+from hybrid_ir.data.formats import read_records
+from hybrid_ir.data.qrels import Judgment, read_judgments, read_qrels
+from hybrid_ir.data.runs import read_run, write_run
 from hybrid_ir.errors import InputFormatError
-from hybrid_ir.evaluate import load_qrels
-from hybrid_ir.fetch import ManifestEntry, load_manifest
-from hybrid_ir.formats import Judgment, read_qrels, read_records
-from hybrid_ir.runs import read_run, write_run
 
 ARBITRARY = settings(
     max_examples=300,
@@ -498,7 +498,7 @@ QRELS_CONTENT = contents(
     valid_qrels().map(lambda pair: pair[0].encode("utf-8")),
     loose_line(4, SEPARATOR),
 )
-QRELS_READERS = {"read_qrels": read_qrels, "load_qrels": load_qrels}
+QRELS_READERS = {"read_judgments": read_judgments, "read_qrels": read_qrels}
 
 
 def check_qrels_outcome(reader: str, path: Path) -> None:
@@ -512,7 +512,7 @@ def check_qrels_outcome(reader: str, path: Path) -> None:
         f"{reader} accepted a file a strict parser rejects: {shown(path.read_bytes())} "
         f"-> {shown(result)}"
     )
-    assert result == (expected if reader == "read_qrels" else as_qrels(expected))
+    assert result == (expected if reader == "read_judgments" else as_qrels(expected))
 
 
 QRELS_EXAMPLES = (
@@ -530,17 +530,17 @@ QRELS_EXAMPLES = (
 @ARBITRARY
 @with_examples(QRELS_EXAMPLES)
 @given(arbitrary_file(QRELS_CONTENT, "qrels.txt"))
-def test_read_qrels_on_arbitrary_bytes(file: tuple[str, bytes]) -> None:
+def test_read_judgments_on_arbitrary_bytes(file: tuple[str, bytes]) -> None:
     with stored(*file) as path:
-        check_qrels_outcome("read_qrels", path)
+        check_qrels_outcome("read_judgments", path)
 
 
 @ARBITRARY
 @with_examples(QRELS_EXAMPLES)
 @given(arbitrary_file(QRELS_CONTENT, "qrels.txt"))
-def test_load_qrels_on_arbitrary_bytes(file: tuple[str, bytes]) -> None:
+def test_read_qrels_on_arbitrary_bytes(file: tuple[str, bytes]) -> None:
     with stored(*file) as path:
-        check_qrels_outcome("load_qrels", path)
+        check_qrels_outcome("read_qrels", path)
 
 
 @VALID
@@ -548,8 +548,8 @@ def test_load_qrels_on_arbitrary_bytes(file: tuple[str, bytes]) -> None:
 def test_valid_qrels_round_trip(data: st.DataObject) -> None:
     text, judgments = data.draw(valid_qrels())
     with stored(*data.draw(packaging(text, "qrels.txt"))) as path:
-        assert read_qrels(path) == judgments
-        assert load_qrels(path) == as_qrels(judgments)
+        assert read_judgments(path) == judgments
+        assert read_qrels(path) == as_qrels(judgments)
 
 
 # --------------------------------------------------------------------------- runs

@@ -21,13 +21,13 @@ import pytest
 import yaml
 from test_colbert import WORDS, _tiny_bert
 
-from hybrid_ir.config import validate_config
-from hybrid_ir.config_settings import math_model_runs
+from hybrid_ir.config.run_origins import systems
+from hybrid_ir.config.settings import math_model_runs
+from hybrid_ir.config.validation import validate_config
+from hybrid_ir.data.hub import local_checkpoint
+from hybrid_ir.data.runs import write_run
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.hub import local_checkpoint
 from hybrid_ir.neural.encoders import Job, encoder, model_texts
-from hybrid_ir.run_origins import systems
-from hybrid_ir.runs import write_run
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -102,7 +102,7 @@ def trained_runs(fine_tuned, documents, tmp_path_factory, extensions_dir) -> dic
 def _math_config(released: dict, rerankers: dict | None = None) -> dict:
     """The default configuration with these released runs (and re-rankers), each hub id among
     their checkpoints pinned."""
-    from hybrid_ir.hub import is_hub_id
+    from hybrid_ir.data.hub import is_hub_id
 
     loaded = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
     loaded["math_models"]["released"] = released
@@ -165,7 +165,7 @@ HUB_SCRIPT = textwrap.dedent(
     import json, sys
     from pathlib import Path
     from hybrid_ir.neural.encoders import Job, encoder
-    from hybrid_ir.runs import write_run
+    from hybrid_ir.data.runs import write_run
 
     kind, model, settings, documents, queries, out, extensions = json.loads(sys.argv[1])
     job = Job(extensions_dir=Path(extensions))

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from toy_workflow import make_toy, snakemake
 
-from hybrid_ir.report import BEYOND, category, paper_category
+from hybrid_ir.reports.html_report import BEYOND, category, paper_category
 
 pytestmark = pytest.mark.lucene
 

@@ -1,8 +1,9 @@
-"""The report's table pages and captions (hybrid_ir.report), from a table's Markdown."""
+"""The report's table pages and captions (hybrid_ir.reports.html_report), from a table's
+Markdown."""
 
 from __future__ import annotations
 
-from hybrid_ir.report import BEYOND, PAPERS, category, notes_fragment, table_page
+from hybrid_ir.reports.html_report import BEYOND, PAPERS, category, notes_fragment, table_page
 
 MARKDOWN = """# Paper 001, Table 1: ARQMath-1
 

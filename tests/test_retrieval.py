@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from hybrid_ir.data.formats import write_records
+from hybrid_ir.data.qrels import Judgment, write_judgments
+from hybrid_ir.data.runs import write_run
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.formats import Judgment, write_qrels, write_records
-from hybrid_ir.retrieval import RETRIEVERS, Request, retrieve
-from hybrid_ir.runs import write_run
+from hybrid_ir.retrieval.retrievers import RETRIEVERS, Request, retrieve
 
 CORPUS = [
     {
@@ -161,7 +162,7 @@ def tuning(tmp_path_factory) -> dict[str, Path]:
     write_records(paths["corpus"], TUNE_CORPUS)
     write_records(paths["topics"], [{"id": "t1", "title": "", "text": "apple"}])
     write_records(paths["dev_topics"], [{"id": "dev1", "title": "", "text": "apple"}])
-    write_qrels(paths["dev_qrels"], [Judgment("dev1", "short", 1)])
+    write_judgments(paths["dev_qrels"], [Judgment("dev1", "short", 1)])
     return paths
 
 
@@ -241,7 +242,7 @@ def base_run(files, tmp_path) -> Path:
 @pytest.fixture(scope="module")
 def lucene_index(files, tmp_path_factory) -> Path:
     """The corpus's BM25 index, whose stored documents askme reads."""
-    from hybrid_ir.lucene.index import build_bm25_index
+    from hybrid_ir.retrieval.lucene.index import build_bm25_index
 
     index = tmp_path_factory.mktemp("askme") / "bm25-flat"
     build_bm25_index(files["corpus"], index, "flat", store_raw=True)
@@ -313,7 +314,7 @@ def test_starting_pyserini_for_bm25_imports_neither_torch_nor_transformers():
     """A BM25 job pays for the JVM, not for pyserini's neural query encoders (10 s a job)."""
     probe = (
         "import sys\n"
-        "from hybrid_ir.lucene.jvm import pyserini_modules\n"
+        "from hybrid_ir.retrieval.lucene.jvm import pyserini_modules\n"
         "pyserini_modules().LuceneSearcher\n"
         "print(sorted({'torch', 'transformers', 'sklearn'} & set(sys.modules)))\n"
     )

@@ -1,4 +1,4 @@
-"""The console of a run (hybrid_ir.run_console, Snakemake's logger plugin ``hybrid-ir``, the
+"""The console of a run (hybrid_ir.monitor.console, Snakemake's logger plugin ``hybrid-ir``, the
 default of profiles/default): the toy workflow's console read as a CI log reads it (not a
 terminal), and the handler fed Snakemake's records directly."""
 
@@ -15,8 +15,8 @@ from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.tests import MockOutputSettings, TestLogHandlerBase
 from toy_workflow import make_toy, snakemake
 
-from hybrid_ir.job_progress import PROGRESS_EVERY_ENV
-from hybrid_ir.run_console import ConsoleSettings, RunConsole
+from hybrid_ir.joblog.progress import PROGRESS_EVERY_ENV
+from hybrid_ir.monitor.console import ConsoleSettings, RunConsole
 
 SLOW_S = 6
 LINE_PREFIX = re.compile(r"^\d\d:\d\d:\d\d (start |done  |FAILED|\.\.\.   ) ")

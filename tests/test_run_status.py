@@ -1,4 +1,4 @@
-"""``hybrid-ir status`` (hybrid_ir.run_status): where a run stands, read from .snakemake/ and
+"""``hybrid-ir status`` (hybrid_ir.monitor.status): where a run stands, read from .snakemake/ and
 the jobs' logs, for the toy workflow finished, failed, running and cut off by a kill; and for a
 run whose jobs went to SLURM, from the log such a run writes."""
 
@@ -17,10 +17,10 @@ import pytest
 import yaml
 from toy_workflow import REPO, make_toy, snakemake, snakemake_command, snakemake_environment
 
-from hybrid_ir import run_status
 from hybrid_ir.errors import HybridIRError
-from hybrid_ir.run_status import status_lines
-from hybrid_ir.snakemake_log import read_run_log, run_logs
+from hybrid_ir.monitor import status as run_status
+from hybrid_ir.monitor.snakemake_log import read_run_log, run_logs
+from hybrid_ir.monitor.status import status_lines
 
 HYBRID_IR = Path(sys.executable).with_name("hybrid-ir")
 TABLE_LOG = "results/logs/tables/toy-table.log"

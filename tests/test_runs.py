@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from hybrid_ir.data.runs import canonicalize, read_run, topic_sort_key, write_run
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.runs import canonicalize, read_run, topic_sort_key, write_run
 
 
 def test_canonical_order_is_score_then_doc_id_descending_and_cut_at_k():
@@ -86,7 +86,7 @@ def test_runs_read_in_blocks_equal_the_line_by_line_reading(tmp_path, monkeypatc
     """Whole lines are parsed a block at a time; wherever the blocks are cut, the run is the one
     the checked line-by-line parser builds, blank lines and an id with a non-breaking space (a
     block the fast pattern leaves to that parser) included."""
-    import hybrid_ir.runs as runs
+    import hybrid_ir.data.runs as runs
 
     lines = _lines(300)
     lines[5] = "\n"
@@ -116,7 +116,7 @@ def test_runs_read_in_blocks_equal_the_line_by_line_reading(tmp_path, monkeypatc
 def test_a_bad_line_in_any_block_is_named_by_its_line_number(
     tmp_path, monkeypatch, block_chars, bad, problem
 ):
-    import hybrid_ir.runs as runs
+    import hybrid_ir.data.runs as runs
 
     lines = _lines(40)
     lines[27] = bad
@@ -135,7 +135,7 @@ def test_comment_lines_and_fields_after_the_sixth_are_read_as_trec_eval_10_reads
 ):
     """trec_eval 10.0 skips a line whose first non-blank character is '#' and ignores a run
     line's fields after the sixth; the run read is the plain file's, in either parser."""
-    import hybrid_ir.runs as runs
+    import hybrid_ir.data.runs as runs
 
     lines = _lines(60)
     plain = tmp_path / "plain.trec"

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import torch
 
+from hybrid_ir.data.formats import write_records
+from hybrid_ir.data.runs import write_run
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import write_records
 from hybrid_ir.neural import dpr_index
 from hybrid_ir.neural.dense import SentenceEncoder, dense_search, document_text, topic_texts
 from hybrid_ir.neural.models import Encoder
 from hybrid_ir.neural.shards import ShardWriter, encode_to_shards, read_shards
-from hybrid_ir.retrieval import Request, retrieve
-from hybrid_ir.runs import write_run
+from hybrid_ir.retrieval.retrievers import Request, retrieve
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"

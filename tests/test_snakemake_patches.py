@@ -1,6 +1,7 @@
-"""hybrid_ir.snakemake_patches: Snakemake's scheduler keeps one pending re-evaluation timer, its
-start goes without pandas and pure-Python YAML, deciding the same things, and script jobs go to
-job servers only where the workflow opened them, their benchmarks sampling the served child."""
+"""hybrid_ir.planning.snakemake_patches: Snakemake's scheduler keeps one pending re-evaluation
+timer, its start goes without pandas and pure-Python YAML, deciding the same things, and script jobs
+go to job servers only where the workflow opened them, their benchmarks sampling the served
+child."""
 
 import os
 import subprocess
@@ -16,8 +17,8 @@ from snakemake.persistence import PersistenceBase
 from snakemake.scheduling.job_scheduler import JobScheduler
 from snakemake_interface_common.exceptions import WorkflowError
 
-from hybrid_ir.jobserver import DIRECTORY_ENV
-from hybrid_ir.snakemake_patches import (
+from hybrid_ir.planning.jobserver import DIRECTORY_ENV
+from hybrid_ir.planning.snakemake_patches import (
     keep_one_pending_timer,
     read_configfiles_with_libyaml,
     run_python_scripts_in_job_servers,
@@ -115,7 +116,7 @@ def test_a_snakemake_start_imports_neither_pandas_nor_pyyamls_python_loader_for_
         textwrap.dedent(
             """
             import sys
-            from hybrid_ir.snakemake_patches import (
+            from hybrid_ir.planning.snakemake_patches import (
                 read_configfiles_with_libyaml,
                 serialize_params_lazily,
             )
@@ -263,7 +264,7 @@ def test_torch_script_jobs_go_to_job_servers_only_where_the_workflow_opened_them
     encoder.execute_script("job.py")
     assert encoder.commands == [
         ("python {fname:q}", "job.py"),
-        ("{py_exec} -m hybrid_ir.jobserver run {fname:q}", "job.py"),
+        ("{py_exec} -m hybrid_ir.planning.jobserver run {fname:q}", "job.py"),
         ("python {fname:q}", "job.py"),
     ]
     assert evaluation.commands == [("python {fname:q}", "job.py")]

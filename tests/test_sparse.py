@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from hybrid_ir.analysis import Analyzer
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.evaluate import recall_curve
-from hybrid_ir.sparse import (
+from hybrid_ir.evaluation.measures import recall_curve
+from hybrid_ir.fusion.sweeps import ETAS, tune_interleave
+from hybrid_ir.retrieval.analysis import Analyzer
+from hybrid_ir.retrieval.sparse import (
     PivotedTfidf,
     SparseBM25,
     TfidfCosine,
@@ -19,7 +20,6 @@ from hybrid_ir.sparse import (
     record_texts,
     top_k,
 )
-from hybrid_ir.sweeps import ETAS, tune_interleave
 
 # Terms are whitespace-separated tokens (str.split as the analyzer), so counts are visible:
 # a:{d1:1}, b:{d1:2, d2:1}, c:{d2:1, d3:3}, d:{d3:1}; lengths 3, 2, 4; N = 3, mean length L = 3.

@@ -12,9 +12,9 @@ import pytest
 import standins_math as standins
 import yaml
 
-from hybrid_ir.collections import convert, get_reader
+from hybrid_ir.data.collections import convert, get_reader
+from hybrid_ir.data.runs import read_run
 from hybrid_ir.neural.triplets import TripletRules, build_triplets
-from hybrid_ir.runs import read_run
 
 REPO = Path(__file__).resolve().parents[1]
 CUTOFF = "2018-01-01"  # the paper's training cut-off (math_models.triplets.before)

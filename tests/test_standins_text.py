@@ -14,7 +14,7 @@ import pytest
 import standins_text as standins
 import yaml
 
-from hybrid_ir.collections import Collection, convert, get_reader
+from hybrid_ir.data.collections import Collection, convert, get_reader
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = ("config.yaml", "configs/ntcir12.yaml", "configs/paper004-beir.yaml")

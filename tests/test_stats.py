@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import ttest_rel
 
-from hybrid_ir.stats import TTest, marker, paired_ttest
+from hybrid_ir.evaluation.significance import TTest, marker, paired_ttest
 
 
 def _fixture() -> tuple[dict[str, float], dict[str, float]]:

@@ -14,10 +14,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from hybrid_ir import approach0
-from hybrid_ir.collections.ntcir import read_formulas
+from hybrid_ir.data.collections.ntcir import read_formulas
 from hybrid_ir.errors import HybridIRError, InputFormatError
-from hybrid_ir.structure import (
+from hybrid_ir.retrieval import approach0
+from hybrid_ir.retrieval.structure import (
     DocumentTemplate,
     QueryRule,
     Terms,
@@ -270,7 +270,7 @@ def test_index_is_built_in_the_scratch_directory_and_renamed_into_place(tmp_path
 BUILD_IN_ITS_OWN_PROCESS = """
 import errno, json, os, shutil, sys
 from pathlib import Path
-from hybrid_ir import approach0
+from hybrid_ir.retrieval import approach0
 index, scratch, cross_device = sys.argv[1], Path(sys.argv[2]), sys.argv[3] == "yes"
 copies = []
 if cross_device:  # as from /dev/shm to a disk
@@ -443,8 +443,8 @@ def test_no_download_is_attempted_with_the_network_blocked(tmp_path):
             raise SystemExit("nltk data looked up: " + repr(args))
         nltk.data.find = no_data
         nltk.data.load = no_data
-        from hybrid_ir import approach0
-        from hybrid_ir.structure import DocumentTemplate, Terms, topic_queries, QueryRule
+        from hybrid_ir.retrieval import approach0
+        from hybrid_ir.retrieval.structure import DocumentTemplate, Terms, topic_queries, QueryRule
         terms = Terms("porter")
         doc = DocumentTemplate("{{text}}").render({{"id": "1", "text": "Primes $p^2$"}}, terms, "c")
         approach0.build_index([("1", doc)], r"{tmp_path / "ix"}", 0.5, "c")
@@ -550,8 +550,8 @@ def index_of(corpus: Path, index: Path, **shard) -> dict:
 
 INDEX_IN_ITS_OWN_PROCESS = """
 import json, sys
-from hybrid_ir import approach0
-from hybrid_ir.structure import DocumentTemplate, Terms
+from hybrid_ir.retrieval import approach0
+from hybrid_ir.retrieval.structure import DocumentTemplate, Terms
 corpus, index, shard = sys.argv[1:4]
 arguments = {} if shard == "default" else {"shard": 0, "shards": 1}
 stats = approach0.index_corpus(corpus, DocumentTemplate("{text}"), Terms("porter"), index, 0.5,

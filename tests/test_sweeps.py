@@ -16,8 +16,8 @@ from __future__ import annotations
 import pytest
 
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.fusion import fuse
-from hybrid_ir.sweeps import sweep
+from hybrid_ir.fusion.methods import fuse
+from hybrid_ir.fusion.sweeps import sweep
 
 LAMS = [0.0, 0.25, 0.5, 0.75, 1.0]
 

@@ -29,8 +29,8 @@ import yaml
 from scipy.stats import ttest_rel
 
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.table_notes import largest_gain_notes, overlap_notes, verdict_notes
-from hybrid_ir.tables import (
+from hybrid_ir.reports.tables.notes import largest_gain_notes, overlap_notes, verdict_notes
+from hybrid_ir.reports.tables.results import (
     Cell,
     fill_note,
     render_latex,
@@ -816,7 +816,7 @@ blocks:
 
 @pytest.fixture
 def grouped(tmp_path: Path):
-    from hybrid_ir.tables import source_key
+    from hybrid_ir.reports.tables.results import source_key
 
     for name, text in (("a.qrels", QRELS), ("b.qrels", QRELS_B)):
         (tmp_path / name).write_text(text, encoding="utf-8")
@@ -981,8 +981,8 @@ def _default_config() -> dict:
 
 
 def _validated(config: dict, published: dict | None = None, tmp_path: Path | None = None) -> dict:
-    from hybrid_ir.config import validate_config
-    from hybrid_ir.config_published import fill_published
+    from hybrid_ir.config.published import fill_published
+    from hybrid_ir.config.validation import validate_config
 
     if published is not None and tmp_path is not None:
         path = tmp_path / "published.yaml"
@@ -1154,7 +1154,7 @@ def test_published_value_for_a_column_a_table_without_groups_does_not_show(monke
 
 def test_bm25_table_prints_counts_as_integers(tmp_path: Path):
     from hybrid_ir import paths
-    from hybrid_ir.bm25_table import bm25_rows, write_csv, write_markdown
+    from hybrid_ir.reports.tables.bm25 import bm25_rows, write_csv, write_markdown
 
     experiments = {
         "arqmath": {"layouts": ["flat"], "topics": "t1", "qrels": {"t1": ["nDCG'", "Rel_Ret"]}}
@@ -1218,7 +1218,7 @@ def test_a_bad_note_placeholder_names_the_table_and_placeholder(table, placehold
 def test_note_placeholders_of_the_shipped_configs_name_rows_and_columns(path: str):
     """Every placeholder in a shipped table note names a row and a column of its table, so a
     note never fails to render (the render itself needs the runs)."""
-    from hybrid_ir.table_spec import NOTE_PLACEHOLDER, column_key, table_groups
+    from hybrid_ir.reports.tables.spec import NOTE_PLACEHOLDER, column_key, table_groups
 
     root = Path(__file__).resolve().parents[1]
     tables = (yaml.safe_load((root / path).read_text(encoding="utf-8")) or {}).get("tables") or {}

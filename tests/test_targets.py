@@ -1,5 +1,5 @@
-"""Targets one can name (hybrid_ir.targets): a rule per paper and per table, figure and claims
-page, ``hybrid-ir targets`` listing them, and a misspelled result file or target rule refused
+"""Targets one can name (hybrid_ir.planning.targets): a rule per paper and per table, figure and
+claims page, ``hybrid-ir targets`` listing them, and a misspelled result file or target rule refused
 before any job runs with the nearest real ones."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ import pytest
 import yaml
 from toy_workflow import SNAKEMAKE, make_toy, snakemake
 
-from hybrid_ir.checks import load_expected
-from hybrid_ir.claim_setup import claims_by_paper
-from hybrid_ir.cli import main
-from hybrid_ir.config import validate_config
-from hybrid_ir.config_published import fill_published
+from hybrid_ir.cli.main import main
+from hybrid_ir.config.claim_setups import claims_by_paper
+from hybrid_ir.config.published import fill_published
+from hybrid_ir.config.validation import validate_config
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.output_kinds import OUTPUT_KINDS
-from hybrid_ir.plan import Plan
-from hybrid_ir.targets import (
+from hybrid_ir.evaluation.checks import load_expected
+from hybrid_ir.planning.output_kinds import OUTPUT_KINDS
+from hybrid_ir.planning.plan import Plan
+from hybrid_ir.planning.targets import (
     DeferredTable,
     NamedOutput,
     nearest,

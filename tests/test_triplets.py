@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_ir.collections import get_reader
+from hybrid_ir.data.collections import get_reader
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.neural.triplets import TripletRules, build_triplets, read_triplets
 

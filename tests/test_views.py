@@ -7,10 +7,11 @@ import ir_measures
 import pytest
 from ir_measures import Qrel, ScoredDoc
 
+from hybrid_ir.data.formats import write_records
+from hybrid_ir.data.qrels import read_qrels
 from hybrid_ir.errors import InputFormatError
-from hybrid_ir.evaluate import evaluate, load_qrels
-from hybrid_ir.formats import write_records
-from hybrid_ir.views import restrict_qrels, write_restricted_qrels
+from hybrid_ir.evaluation.measures import evaluate
+from hybrid_ir.evaluation.views import restrict_qrels, write_restricted_qrels
 
 QRELS = [("q1", "d1", 2), ("q1", "d2", 1), ("q1", "gone1", 3), ("q1", "d3", 0),
          ("q2", "gone2", 2), ("q2", "d4", 1), ("q3", "gone3", 3)]  # fmt: skip
@@ -31,8 +32,8 @@ def test_the_view_keeps_the_judgments_of_documents_the_corpus_holds(tmp_path):
     out = tmp_path / "restricted.qrels"
     counts = write_restricted_qrels(qrels, corpus, out)
     assert counts == {"judgments": 7, "kept": 4, "topics": 3, "topics_kept": 2}
-    assert load_qrels(out) == {"q1": {"d1": 2, "d2": 1, "d3": 0}, "q2": {"d4": 1}}
-    assert restrict_qrels(load_qrels(qrels), set(CORPUS)) == load_qrels(out)
+    assert read_qrels(out) == {"q1": {"d1": 2, "d2": 1, "d3": 0}, "q2": {"d4": 1}}
+    assert restrict_qrels(read_qrels(qrels), set(CORPUS)) == read_qrels(out)
 
 
 def test_restricted_scores_equal_ir_measures_on_hand_filtered_judgments(tmp_path):
@@ -40,14 +41,14 @@ def test_restricted_scores_equal_ir_measures_on_hand_filtered_judgments(tmp_path
     out = tmp_path / "restricted.qrels"
     write_restricted_qrels(qrels, corpus, out)
     measures = ["nDCG@10", "AP", "R@10"]
-    ours = evaluate(load_qrels(out), RUN, measures)
+    ours = evaluate(read_qrels(out), RUN, measures)
     kept = [Qrel(q, d, r) for q, d, r in QRELS if d in CORPUS]
     scored = [ScoredDoc(q, d, s) for q, docs in RUN.items() for d, s in docs.items()]
     for measure in measures:
         parsed = ir_measures.parse_measure(measure)
         independent = {m.query_id: m.value for m in parsed.iter_calc(kept, scored)}
         assert ours.per_query[measure] == pytest.approx(independent)
-    official = evaluate(load_qrels(qrels), RUN, measures)
+    official = evaluate(read_qrels(qrels), RUN, measures)
     # The absent relevant documents lowered the official scores; the view does not count them.
     assert official.per_query["nDCG@10"]["q1"] < ours.per_query["nDCG@10"]["q1"]
     assert official.per_query["R@10"]["q2"] == 0.5 and ours.per_query["R@10"]["q2"] == 1.0

@@ -1,5 +1,5 @@
 """MkDocs hook (mkdocs.yml's ``hooks``): adds the pages generated from the code at build time,
-the reference pages and the changelog (:func:`hybrid_ir.docs_reference.reference_pages`), to
+the reference pages and the changelog (:func:`hybrid_ir.cli.docs_reference.reference_pages`), to
 the site's files. Nothing is written into docs/; a file there at a generated page's path is an
 error, as it would hide the generated page."""
 
@@ -11,7 +11,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
-from hybrid_ir.docs_reference import reference_pages
+from hybrid_ir.cli.docs_reference import reference_pages
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository root (this file is docs/hooks/reference.py)."""
@@ -25,7 +25,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     for path, content in pages.items():
         if files.get_file_from_path(path) is not None:
             raise PluginError(
-                f"docs/{path} is generated when the site is built (hybrid_ir.docs_reference): "
+                f"docs/{path} is generated when the site is built (hybrid_ir.cli.docs_reference): "
                 "remove the file"
             )
         files.append(File.generated(config, path, content=content))

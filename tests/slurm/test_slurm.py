@@ -161,7 +161,7 @@ def test_slurm_run_equals_the_local_run(local_run, slurm_run, partition):
     # Without an accounting database sacctmgr fails and sshare answers nothing: the plugin
     # then submits with the account unvalidated, which is what this cluster accepts.
     assert "Proceeding without account validation" in output
-    # The console (hybrid_ir.run_console): a line per job submitted and one per job finished,
+    # The console (hybrid_ir.monitor.console): a line per job submitted and one per job finished,
     # plain text in the controller's output.
     assert output.count(" start  ") == output.count(" done   ") >= submitted
     assert "\x1b" not in output and "    input: " not in output
@@ -219,7 +219,7 @@ def test_job_cancelled_mid_way_is_rerun(local_run, slurm_run, partition, tmp_pat
             assert len(running) == 1, running
             # Where the run stands, from the controller's log and the job's own (its header).
             status = subprocess.run(
-                [sys.executable, "-m", "hybrid_ir.cli", "status"],
+                [sys.executable, "-m", "hybrid_ir.cli.main", "status"],
                 cwd=root, capture_output=True, text=True, check=True, timeout=60,
             ).stdout  # fmt: skip
             assert f"State: running (Snakemake process {run.pid})\n" in status, status

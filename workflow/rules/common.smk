@@ -1,33 +1,32 @@
 import functools
 import os
 import re
-from dataclasses import asdict
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from hybrid_ir import paths
-from hybrid_ir.code_digest import DigestCache
-from hybrid_ir.collections import reader_options
-from hybrid_ir.config_settings import (
-    fine_tuning_settings,
-    pretraining_settings,
+from hybrid_ir.planning.code_digest import DigestCache
+from hybrid_ir.data.collections import reader_options
+from hybrid_ir.config.settings import (
     qrels_views,
     rule_resources as resolved_resources,
     rule_threads as resolved_threads,
-    run_measures,
     snapshot_model,
 )
 from hybrid_ir.errors import HybridIRError, printable
-from hybrid_ir.figure_kinds import FIGURE_KINDS, kind_outputs
-from hybrid_ir.hub import cache_dir as hub_cache_dir
-from hybrid_ir.lucene.index import LAYOUTS
+from hybrid_ir.reports.figures.kinds import FIGURE_KINDS, kind_outputs
+from hybrid_ir.data.hub import cache_dir as hub_cache_dir
+from hybrid_ir.retrieval.lucene.index import LAYOUTS
 from hybrid_ir.neural.encoders import ENCODERS
-from hybrid_ir.neural.released import MathModels, checkpoint_input
-from hybrid_ir.plan import alternatives, load_plan
-from hybrid_ir.report import paper_category
-from hybrid_ir.report import category as report_category
+from hybrid_ir.planning.plan import (
+    alternatives,
+    load_plan,
+    report_category_of,
+    report_labels_of,
+)
+from hybrid_ir.reports.html_report import paper_category
 
 
 def planned(function):
@@ -57,7 +56,7 @@ PLAN, HUB_MODELS = planned(load_plan)(
 for _warning in PLAN.warnings():
     logger.warning(f"hybrid-ir: warning: {_warning}")
 
-EXPECTED, CLAIMS = PLAN.expected, PLAN.claims
+CLAIMS = PLAN.claims
 COLLECTIONS = config["collections"]
 BM25 = config["bm25"]
 CROSSVAL = config["crossval"]
@@ -68,10 +67,6 @@ SWEEPS = config["sweeps"]
 FIGURES = config["figures"]
 RUN_DEPTH = config["run_depth"]
 MATH = config["math_models"]
-MATH_RUNS = PLAN.math_runs
-# The model each DPR / ColBERT run and re-ranker loads: fine-tuned here (<encoder>-<backbone>)
-# or a released checkpoint (math_models.released), indexed and searched alike.
-MODELS = MathModels(MATH) if MATH else None
 # One environment for every rule; a conda path is relative to the file of its rule.
 CONDA_ENV = "../../envs/hybrid-ir.yaml"
 MATH_CONDA_ENV = "../../../envs/hybrid-ir.yaml"  # rules in workflow/rules/math
@@ -80,14 +75,14 @@ MATH_CONDA_ENV = "../../../envs/hybrid-ir.yaml"  # rules in workflow/rules/math
 # for the cores, so that the short BM25 and evaluation jobs fill in instead of delaying it.
 CRITICAL_PATH = 10
 
-# What the rules ask of the configuration (hybrid_ir.plan), a configuration error as one line.
+# What the rules ask of the configuration (hybrid_ir.planning.plan), a configuration error as one line.
 for _name, _method in PLAN.rule_facing().items():
     globals()[_name] = planned(_method)
 CODE_DIGESTS = DigestCache(Path(".snakemake") / "hybrid_ir" / "code_digests.json")
 
 
 def code_version(script):
-    """Digest of a rule's script and every package module it imports (hybrid_ir.code_digest),
+    """Digest of a rule's script and every package module it imports (hybrid_ir.planning.code_digest),
     passed as a param so that editing any of them re-runs the rule's jobs."""
     return CODE_DIGESTS.digest(
         Path(workflow.basedir) / "workflow" / "scripts" / f"{script}.py"
@@ -112,15 +107,14 @@ rule_resources = functools.partial(resolved_resources, config)
 
 def with_report(outputs, caption, name, key="html"):
     """A rule's outputs with one of them (a table's HTML page, a figure's PNG) in the report,
-    filed under the paper its ``name`` (of the wildcards) starts with and labelled by the name
-    alone: Snakemake's report turns a second label with two values into a toggle, which blanks
-    a two-result category; the title is in the caption and on the page."""
+    filed under the paper its ``name`` (a pattern of the wildcards, ``"{table}"``) starts with
+    and labelled by the name alone (hybrid_ir.planning.plan.report_labels_of)."""
     outputs = dict(outputs)
     outputs[key] = report(
         outputs[key],
         caption=caption,
-        category=lambda w: report_category(name(w)),
-        labels=lambda w: {"name": name(w)},
+        category=report_category_of(name),
+        labels=report_labels_of(name),
     )
     return outputs
 

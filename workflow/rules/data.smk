@@ -3,7 +3,7 @@ rule fetch_raw:
         paths.raw("{path}"),
     log:
         paths.log("fetch", "{path}"),
-    # No rule but this one writes under results/raw/, and manifest_entry refuses a path the
+    # No rule but this one writes under results/raw/, and raw_file_entry refuses a path the
     # manifest lacks when the DAG is built: an alternation of every manifest path (13 KB of
     # regex, compiled for the output and the log at each start) would only repeat that.
     localrule: True
@@ -14,19 +14,14 @@ rule fetch_raw:
         **rule_resources("fetch_raw"),
     params:
         code=code_version("fetch_raw"),
-        # A plain mapping, which Snakemake records (it skips a dataclass): a manifest row
-        # changed for a replaced mirror file re-fetches it and re-runs what reads it.
-        entry=lambda wildcards: asdict(manifest_entry(wildcards.path)),
+        entry=raw_file_entry,
     script:
         "../scripts/fetch_raw.py"
 
 
 rule restrict_qrels:
     input:
-        qrels=lambda w: paths.qrels(
-            w.collection, COLLECTIONS[w.collection]["restricted_qrels"][w.restricted]
-        ),
-        corpus=lambda w: paths.corpus(w.collection),
+        unpack(restricted_qrels_inputs),
     output:
         paths.qrels("{collection}", "{restricted}"),
     log:
@@ -48,12 +43,7 @@ rule restrict_qrels:
 
 rule language_qrels:
     input:
-        qrels=lambda w: paths.qrels(
-            w.collection, COLLECTIONS[w.collection]["language_qrels"][w.view]["qrels"]
-        ),
-        topics=lambda w: paths.topics(
-            w.collection, COLLECTIONS[w.collection]["language_qrels"][w.view]["qrels"]
-        ),
+        unpack(language_qrels_inputs),
     output:
         paths.qrels("{collection}", "{view}"),
     log:
@@ -69,9 +59,7 @@ rule language_qrels:
         **rule_resources("language_qrels"),
     params:
         code=code_version("language_qrels"),
-        language=lambda w: COLLECTIONS[w.collection]["language_qrels"][w.view][
-            "language"
-        ],
+        language=qrels_language,
     script:
         "../scripts/language_qrels.py"
 

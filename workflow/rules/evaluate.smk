@@ -13,8 +13,6 @@ rule evaluate_run:
         **rule_resources("evaluate_run"),
     params:
         code=code_version("evaluate_run"),
-        measures=lambda w: run_measures(
-            config, EXPECTED, w.collection, w.system, w.qrels
-        ),
+        measures=evaluation_measures,
     script:
         "../scripts/evaluate_run.py"

@@ -1,4 +1,4 @@
-# Per-topic explorer pages (hybrid_ir.explore): one per table of explore.tables, written beside
+# Per-topic explorer pages (hybrid_ir.reports.explore.pages): one per table of explore.tables, written beside
 # the table's files and shown in the report under the table's paper (unless explore.report is
 # false).
 rule explore_table:
@@ -9,7 +9,7 @@ rule explore_table:
             with_report(
                 explorer_outputs("{table}"),
                 "../report/explore.rst",
-                lambda w: f"{w.table}-explorer",
+                "{table}-explorer",
                 "page",
             )
             if config["explore"]["report"]

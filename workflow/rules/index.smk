@@ -16,7 +16,7 @@ rule bm25_index:
     params:
         code=code_version("bm25_index"),
         layout="{layout}",
-        text_fields=lambda w: BM25["experiments"][w.collection]["text_fields"],
-        store_raw=lambda w: f"bm25-{w.layout}" in askme_indexes(w.collection),
+        text_fields=bm25_text_fields,
+        store_raw=bm25_store_raw,
     script:
         "../scripts/bm25_index.py"

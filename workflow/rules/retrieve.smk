@@ -31,10 +31,7 @@ for _name in BM25["experiments"]:
 
 rule import_run:
     input:
-        lambda w: raw_file(
-            external_run(w)["path"],
-            f"external_runs.{w.collection}.{w.topics}.{w.system}",
-        ),
+        imported_run_file,
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
     log:

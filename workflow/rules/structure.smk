@@ -18,7 +18,7 @@ rule structure_index:
         **rule_resources("structure_index"),
     params:
         code=code_version("structure_index"),
-        entry=lambda w: STRUCTURE[w.collection][w.system],
+        entry=structure_entry,
         shard=0,
         shards=1,
     script:
@@ -41,7 +41,7 @@ rule structure_queries:
         **rule_resources("structure_queries"),
     params:
         code=code_version("structure_queries"),
-        entry=lambda w: STRUCTURE[w.collection][w.system],
+        entry=structure_entry,
     script:
         "../scripts/structure_queries.py"
 
@@ -67,7 +67,7 @@ rule structure_search:
         **rule_resources("structure_search"),
     params:
         code=code_version("structure_search"),
-        depth=lambda w: STRUCTURE[w.collection][w.system]["depth"],
+        depth=structure_depth,
     script:
         "../scripts/structure_search.py"
 
@@ -95,19 +95,16 @@ rule structure_shard_index:
         **rule_resources("structure_shard_index"),
     params:
         code=code_version("structure_index"),
-        entry=lambda w: STRUCTURE[w.collection][w.system],
-        shard=lambda w: int(w.shard),
-        shards=lambda w: STRUCTURE[w.collection][w.system]["shards"],
+        entry=structure_entry,
+        shard=structure_shard_number,
+        shards=structure_shard_count,
     script:
         "../scripts/structure_index.py"
 
 
 rule structure_shard_stats:
     input:
-        stats=lambda w: [
-            paths.structure_shard_stats(w.collection, w.system, shard)
-            for shard in structure_shards(w)
-        ],
+        unpack(structure_shard_stats_inputs),
     output:
         stats=paths.index_stats("{collection}", "{system}"),
     log:
@@ -150,21 +147,14 @@ rule structure_shard_search:
         **rule_resources("structure_shard_search"),
     params:
         code=code_version("structure_search"),
-        depth=lambda w: STRUCTURE[w.collection][w.system]["depth"],
+        depth=structure_depth,
     script:
         "../scripts/structure_search.py"
 
 
 rule structure_merge:
     input:
-        runs=lambda w: [
-            paths.structure_shard_run(w.collection, w.topics, w.system, shard)
-            for shard in structure_shards(w)
-        ],
-        facts=lambda w: [
-            paths.structure_shard_facts(w.collection, w.topics, w.system, shard)
-            for shard in structure_shards(w)
-        ],
+        unpack(structure_merge_inputs),
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
         facts=paths.run_facts("{collection}", "{topics}", "{system}"),
@@ -180,6 +170,6 @@ rule structure_merge:
         **rule_resources("structure_merge"),
     params:
         code=code_version("structure_merge"),
-        depth=lambda w: STRUCTURE[w.collection][w.system]["depth"],
+        depth=structure_depth,
     script:
         "../scripts/structure_merge.py"

@@ -3,7 +3,7 @@ rule bm25_table:
         evaluations=[e for name in BM25["experiments"] for e in bm25_evaluations(name)],
         expected=config["expected"],
     output:
-        **with_report(bm25_table_outputs(), "../report/bm25.rst", lambda w: "bm25"),
+        **with_report(bm25_table_outputs(), "../report/bm25.rst", "bm25"),
     log:
         paths.log("tables", "bm25"),
     conda:
@@ -57,11 +57,9 @@ rule assert_scores:
 
 rule paper_table:
     input:
-        unpack(lambda w: table_sources(w.table)),
+        unpack(table_sources),
     output:
-        **with_report(
-            table_outputs("{table}"), "../report/table.rst", lambda w: w.table
-        ),
+        **with_report(table_outputs("{table}"), "../report/table.rst", "{table}"),
     log:
         paths.log("tables", "{table}"),
     conda:
@@ -83,7 +81,7 @@ rule parameter_table:
         **with_report(
             parameter_table_outputs("{parameter_table}"),
             "../report/table.rst",
-            lambda w: w.parameter_table,
+            "{parameter_table}",
         ),
     log:
         paths.log("tables", "{parameter_table}"),
@@ -101,7 +99,7 @@ rule parameter_table:
         "../scripts/parameter_table.py"
 
 
-# One rule per figure kind (hybrid_ir.figure_kinds): PNG and SVG, and what the kind writes besides.
+# One rule per figure kind (hybrid_ir.reports.figures.kinds): PNG and SVG, and what the kind writes besides.
 for _kind, _entry in FIGURE_KINDS.items():
 
     rule:
@@ -113,7 +111,7 @@ for _kind, _entry in FIGURE_KINDS.items():
             **with_report(
                 kind_outputs(_kind, "{figure}"),
                 "../report/figure.rst",
-                lambda w: w.figure,
+                "{figure}",
                 "png",
             ),
         log:
@@ -129,24 +127,20 @@ for _kind, _entry in FIGURE_KINDS.items():
             **rule_resources(_entry.resources),
         params:
             code=code_version("figure"),
-            spec=lambda w: FIGURES[w.figure],
-            sweep=lambda w: (
-                SWEEPS[FIGURES[w.figure]["sweep"]]
-                if "sweep" in FIGURES[w.figure]
-                else None
-            ),
+            spec=figure_spec,
+            sweep=figure_sweep,
         script:
             "../scripts/figure.py"
 
 
 rule claims:
     input:
-        unpack(lambda w: claims_inputs(w.paper)),
+        unpack(claims_inputs),
     output:
         **with_report(
             claims_outputs("{paper}"),
             "../report/claims.rst",
-            lambda w: f"paper{w.paper}-claims",
+            "paper{paper}-claims",
         ),
     log:
         paths.log("claims", "paper{paper}"),
@@ -156,7 +150,7 @@ rule claims:
     resources:
         **rule_resources("claims"),
     params:
-        setups=lambda w: claims_setups(w.paper),
+        setups=claims_setups,
         code=code_version("claims"),
     script:
         "../scripts/claims.py"

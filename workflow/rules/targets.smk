@@ -1,4 +1,4 @@
-# Targets one can name (hybrid_ir.targets; `hybrid-ir targets` lists them): one rule per paper
+# Targets one can name (hybrid_ir.planning.targets; `hybrid-ir targets` lists them): one rule per paper
 # (paper000 ...) asking for its tables, figures and claims page, and one per table, figure and
 # claims page (paper000_table1 ...), from the output kinds' registry. Included last, so that
 # none takes the name of another rule.

@@ -2,8 +2,8 @@
 
 import logging
 
-from hybrid_ir.checks import assert_all_passed
-from hybrid_ir.logged import run_step
+from hybrid_ir.evaluation.checks import assert_all_passed
+from hybrid_ir.jobs.run import run_step
 
 
 def main():

@@ -1,10 +1,10 @@
 """Snakemake adapter: the BM25 table, reproduced numbers beside the expected ones."""
 
-from hybrid_ir.bm25_table import bm25_averaging_notes, bm25_rows, write_csv, write_markdown
-from hybrid_ir.checks import load_expected
-from hybrid_ir.logged import run_step
-from hybrid_ir.provenance import identity
-from hybrid_ir.report import write_pages
+from hybrid_ir.evaluation.checks import load_expected
+from hybrid_ir.jobs.provenance import identity
+from hybrid_ir.jobs.run import run_step
+from hybrid_ir.reports.html_report import write_pages
+from hybrid_ir.reports.tables.bm25 import bm25_averaging_notes, bm25_rows, write_csv, write_markdown
 
 
 def main():

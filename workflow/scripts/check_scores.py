@@ -2,8 +2,8 @@
 
 import logging
 
-from hybrid_ir.checks import load_expected, run_checks, write_summary
-from hybrid_ir.logged import run_step
+from hybrid_ir.evaluation.checks import load_expected, run_checks, write_summary
+from hybrid_ir.jobs.run import run_step
 
 
 def main():

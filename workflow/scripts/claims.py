@@ -1,11 +1,11 @@
 """Snakemake adapter: a paper's claims judged on the per-topic scores of the tables they
 compare (JSON, Markdown and the report's page)."""
 
-from hybrid_ir.claims import judge_files, write_verdicts
-from hybrid_ir.comparability import with_relevant_shares
-from hybrid_ir.formats import atomic_output
-from hybrid_ir.logged import run_step
-from hybrid_ir.report import table_page
+from hybrid_ir.data.formats import atomic_output
+from hybrid_ir.jobs.run import run_step
+from hybrid_ir.reports.claims.comparability import with_relevant_shares
+from hybrid_ir.reports.claims.verdicts import judge_files, write_verdicts
+from hybrid_ir.reports.html_report import table_page
 
 
 def main():

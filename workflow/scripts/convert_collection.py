@@ -2,8 +2,8 @@
 
 import logging
 
-from hybrid_ir.collections import convert
-from hybrid_ir.logged import run_step
+from hybrid_ir.data.collections import convert
+from hybrid_ir.jobs.run import run_step
 
 
 def main():

@@ -3,12 +3,12 @@
 import json
 import logging
 
-from hybrid_ir.crossval import crossvalidate_linear, fold_assignment_table, report
+from hybrid_ir.data.formats import atomic_output, write_table
+from hybrid_ir.data.qrels import read_qrels
+from hybrid_ir.data.runs import read_run
 from hybrid_ir.errors import ConfigError, ParameterError
-from hybrid_ir.evaluate import load_qrels
-from hybrid_ir.formats import atomic_output, write_table
-from hybrid_ir.logged import run_step
-from hybrid_ir.runs import read_run
+from hybrid_ir.fusion.crossval import crossvalidate_linear, fold_assignment_table, report
+from hybrid_ir.jobs.run import run_step
 
 
 def main():
@@ -17,7 +17,7 @@ def main():
         results = crossvalidate_linear(
             read_run(snakemake.input.dense),
             read_run(snakemake.input.base),
-            load_qrels(snakemake.input.qrels),
+            read_qrels(snakemake.input.qrels),
             entry["measures"],
             alphas=entry["alphas"],
             k_folds=entry["folds"],

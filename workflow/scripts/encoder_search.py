@@ -3,12 +3,12 @@
 import logging
 from pathlib import Path
 
-from hybrid_ir.formats import read_records
-from hybrid_ir.logged import run_step
+from hybrid_ir.data.formats import read_records
+from hybrid_ir.data.runs import write_run
+from hybrid_ir.jobs.run import run_step
 from hybrid_ir.neural.dense import topic_texts
 from hybrid_ir.neural.devices import claim_gpus, resolve_device, set_threads
 from hybrid_ir.neural.encoders import Job, encoder
-from hybrid_ir.runs import write_run
 
 
 def main():

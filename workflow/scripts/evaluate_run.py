@@ -3,9 +3,9 @@
 import json
 import logging
 
-from hybrid_ir.evaluate import evaluate_files
-from hybrid_ir.formats import atomic_output
-from hybrid_ir.logged import run_step
+from hybrid_ir.data.formats import atomic_output
+from hybrid_ir.evaluation.measures import evaluate_files
+from hybrid_ir.jobs.run import run_step
 
 
 def main():

@@ -1,10 +1,10 @@
 """Snakemake adapter: a table's per-topic explorer page (results/tables/<table>.explore.html)."""
 
-from hybrid_ir.explore import table_explorer
-from hybrid_ir.explore_data import ExplorerSettings
-from hybrid_ir.formats import atomic_output
-from hybrid_ir.logged import run_step
-from hybrid_ir.provenance import identity
+from hybrid_ir.data.formats import atomic_output
+from hybrid_ir.jobs.provenance import identity
+from hybrid_ir.jobs.run import run_step
+from hybrid_ir.reports.explore.data import ExplorerSettings
+from hybrid_ir.reports.explore.pages import table_explorer
 
 
 def main():

@@ -3,8 +3,8 @@ the only job allowed to reach the hub); its files' sha256 go into the provenance
 
 import logging
 
-from hybrid_ir.hub import fetch_model
-from hybrid_ir.logged import run_step
+from hybrid_ir.data.hub import fetch_model
+from hybrid_ir.jobs.run import run_step
 
 files: dict[str, str] = {}
 

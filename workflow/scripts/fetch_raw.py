@@ -4,11 +4,11 @@ import logging
 from pathlib import Path
 
 from hybrid_ir import paths
-from hybrid_ir.downloads import byte_progress
-from hybrid_ir.fetch import ManifestEntry, Network, fetch, mirror_root, raw_url_base
-from hybrid_ir.logged import run_step
-from hybrid_ir.members import find_member_list
-from hybrid_ir.raw_check import remember_verified
+from hybrid_ir.data.downloads import byte_progress
+from hybrid_ir.data.fetch import ManifestEntry, Network, fetch, mirror_root, raw_url_base
+from hybrid_ir.data.members import find_member_list
+from hybrid_ir.data.raw_check import remember_verified
+from hybrid_ir.jobs.run import run_step
 
 
 def main():

@@ -1,15 +1,15 @@
 """Snakemake adapter: a configured figure of any kind (PNG and SVG, and the files its kind
-writes besides: hybrid_ir.figure_kinds)."""
+writes besides: hybrid_ir.reports.figures.kinds)."""
 
 import json
 from pathlib import Path
 
-from hybrid_ir.evaluate import load_qrels
-from hybrid_ir.figure_data import read_topic_labels
-from hybrid_ir.figure_kinds import figure_kind
-from hybrid_ir.figures import Dataset, draw
-from hybrid_ir.logged import run_step
-from hybrid_ir.runs import read_run
+from hybrid_ir.data.qrels import read_qrels
+from hybrid_ir.data.runs import read_run
+from hybrid_ir.jobs.run import run_step
+from hybrid_ir.reports.figures.data import read_topic_labels
+from hybrid_ir.reports.figures.draw import Dataset, draw
+from hybrid_ir.reports.figures.kinds import figure_kind
 
 
 def datasets(spec, inputs):
@@ -35,7 +35,7 @@ def main():
     if "fused_run" in reads:
         fused = read_run(fused_name)
     rows = datasets(spec, inputs) if "datasets" in reads else ()
-    qrels = load_qrels(inputs.qrels) if figure_kind(spec["kind"]).runs else None
+    qrels = read_qrels(inputs.qrels) if figure_kind(spec["kind"]).runs else None
     stem = Path(snakemake.output.png).with_suffix("")
     draw(spec["kind"], spec, runs, qrels, report, stem, labels, fused, fused_name, sweep, rows)
 

@@ -4,8 +4,8 @@ import json
 import logging
 from pathlib import Path
 
-from hybrid_ir.formats import atomic_output
-from hybrid_ir.logged import run_step
+from hybrid_ir.data.formats import atomic_output
+from hybrid_ir.jobs.run import run_step
 from hybrid_ir.neural.devices import claim_gpus, resolve_device, set_threads
 from hybrid_ir.neural.distributed import process_count
 from hybrid_ir.neural.encoders import Job, encoder

@@ -2,9 +2,9 @@
 
 import logging
 
-from hybrid_ir.fusion import fuse
-from hybrid_ir.logged import run_step
-from hybrid_ir.runs import read_run, write_run
+from hybrid_ir.data.runs import read_run, write_run
+from hybrid_ir.fusion.methods import fuse
+from hybrid_ir.jobs.run import run_step
 
 
 def main():

@@ -2,8 +2,8 @@
 
 import logging
 
-from hybrid_ir.logged import run_step
-from hybrid_ir.views import write_language_qrels
+from hybrid_ir.evaluation.views import write_language_qrels
+from hybrid_ir.jobs.run import run_step
 
 
 def main():

@@ -3,8 +3,8 @@
 import logging
 from collections import Counter
 
-from hybrid_ir.logged import run_step
-from hybrid_ir.pretok import read_token_counts, write_token_counts
+from hybrid_ir.data.pretok import read_token_counts, write_token_counts
+from hybrid_ir.jobs.run import run_step
 
 
 def main():

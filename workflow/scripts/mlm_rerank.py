@@ -2,12 +2,12 @@
 
 import logging
 
-from hybrid_ir.formats import read_records
-from hybrid_ir.logged import run_step
+from hybrid_ir.data.formats import read_records
+from hybrid_ir.data.runs import read_run, write_run
+from hybrid_ir.jobs.run import run_step
 from hybrid_ir.neural.dense import topic_texts
 from hybrid_ir.neural.devices import claim_gpus, resolve_device, set_threads
 from hybrid_ir.neural.rerank import rerank_by_embeddings
-from hybrid_ir.runs import read_run, write_run
 
 
 def main():

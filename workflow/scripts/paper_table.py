@@ -3,11 +3,11 @@ report's HTML page and notes)."""
 
 import json
 
-from hybrid_ir.formats import atomic_output
-from hybrid_ir.logged import run_step
-from hybrid_ir.provenance import identity
-from hybrid_ir.report import write_pages
-from hybrid_ir.table_notes import (
+from hybrid_ir.data.formats import atomic_output
+from hybrid_ir.jobs.provenance import identity
+from hybrid_ir.jobs.run import run_step
+from hybrid_ir.reports.html_report import write_pages
+from hybrid_ir.reports.tables.notes import (
     claims_notes,
     explorer_notes,
     largest_gain_notes,
@@ -15,7 +15,7 @@ from hybrid_ir.table_notes import (
     sweep_notes,
     verdict_notes,
 )
-from hybrid_ir.tables import (
+from hybrid_ir.reports.tables.results import (
     render_latex,
     render_markdown,
     score_rows,

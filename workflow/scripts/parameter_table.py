@@ -3,18 +3,18 @@
 
 import json
 
-from hybrid_ir.formats import atomic_output
-from hybrid_ir.logged import run_step
-from hybrid_ir.parameter_tables import (
+from hybrid_ir.data.formats import atomic_output
+from hybrid_ir.jobs.provenance import identity
+from hybrid_ir.jobs.run import run_step
+from hybrid_ir.reports.html_report import write_pages
+from hybrid_ir.reports.tables.notes import sweep_notes
+from hybrid_ir.reports.tables.parameters import (
     load_published,
     parameter_rows,
     preprocessing_notes,
     render_markdown,
     write_csv,
 )
-from hybrid_ir.provenance import identity
-from hybrid_ir.report import write_pages
-from hybrid_ir.table_notes import sweep_notes
 
 
 def main():

@@ -4,9 +4,9 @@ import json
 import logging
 from collections import Counter
 
-from hybrid_ir.formats import atomic_output
-from hybrid_ir.logged import run_step
-from hybrid_ir.pretok import pretokenize_file, write_token_counts
+from hybrid_ir.data.formats import atomic_output
+from hybrid_ir.data.pretok import pretokenize_file, write_token_counts
+from hybrid_ir.jobs.run import run_step
 
 
 def main():

@@ -4,11 +4,11 @@ import json
 import logging
 from pathlib import Path
 
-from hybrid_ir.logged import run_step
-from hybrid_ir.loss_figure import loss_curves
+from hybrid_ir.jobs.run import run_step
 from hybrid_ir.neural.devices import claim_gpus, resolve_device, set_threads
 from hybrid_ir.neural.distributed import process_count
 from hybrid_ir.neural.pretrain import pretrain_job, write_losses
+from hybrid_ir.reports.figures.loss import loss_curves
 
 
 def main():

@@ -3,8 +3,8 @@ corpus holds)."""
 
 import logging
 
-from hybrid_ir.logged import run_step
-from hybrid_ir.views import write_restricted_qrels
+from hybrid_ir.evaluation.views import write_restricted_qrels
+from hybrid_ir.jobs.run import run_step
 
 
 def main():

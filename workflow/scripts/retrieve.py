@@ -3,10 +3,10 @@
 import json
 import logging
 
-from hybrid_ir.formats import atomic_output
-from hybrid_ir.logged import run_step
-from hybrid_ir.retrieval import request_from, retrieve
-from hybrid_ir.runs import write_run
+from hybrid_ir.data.formats import atomic_output
+from hybrid_ir.data.runs import write_run
+from hybrid_ir.jobs.run import run_step
+from hybrid_ir.retrieval.retrievers import request_from, retrieve
 
 
 def main():

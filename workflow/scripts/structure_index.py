@@ -3,17 +3,17 @@ it (``params.shard`` of ``params.shards``).
 
 The index (many small files) is built in a temporary directory, in ``structure_scratch`` where
 that has room for it, else in the job's tmpdir (Snakemake's ``tmpdir`` resource), and moved
-into ``results/`` when complete (:func:`hybrid_ir.approach0.build_index`).
+into ``results/`` when complete (:func:`hybrid_ir.retrieval.approach0.build_index`).
 """
 
 import json
 import logging
 import signal
 
-from hybrid_ir.approach0 import index_corpus, index_scratch
-from hybrid_ir.formats import atomic_output
-from hybrid_ir.logged import run_step
-from hybrid_ir.structure import DocumentTemplate, Terms
+from hybrid_ir.data.formats import atomic_output
+from hybrid_ir.jobs.run import run_step
+from hybrid_ir.retrieval.approach0 import index_corpus, index_scratch
+from hybrid_ir.retrieval.structure import DocumentTemplate, Terms
 
 
 def _terminated(signum, _frame):

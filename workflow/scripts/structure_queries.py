@@ -4,9 +4,9 @@ import json
 import logging
 from collections import Counter
 
-from hybrid_ir.formats import atomic_output, read_records
-from hybrid_ir.logged import run_step
-from hybrid_ir.structure import QueryRule, Terms, read_keyword_file, topic_queries
+from hybrid_ir.data.formats import atomic_output, read_records
+from hybrid_ir.jobs.run import run_step
+from hybrid_ir.retrieval.structure import QueryRule, Terms, read_keyword_file, topic_queries
 
 
 def main():

@@ -4,10 +4,10 @@ whole index or on one shard of it."""
 import json
 import logging
 
-from hybrid_ir.approach0 import search
-from hybrid_ir.formats import atomic_output
-from hybrid_ir.logged import run_step
-from hybrid_ir.runs import write_run
+from hybrid_ir.data.formats import atomic_output
+from hybrid_ir.data.runs import write_run
+from hybrid_ir.jobs.run import run_step
+from hybrid_ir.retrieval.approach0 import search
 
 
 def main():

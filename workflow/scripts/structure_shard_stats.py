@@ -3,9 +3,9 @@
 import json
 import logging
 
-from hybrid_ir.approach0 import merge_shard_stats
-from hybrid_ir.formats import atomic_output
-from hybrid_ir.logged import run_step
+from hybrid_ir.data.formats import atomic_output
+from hybrid_ir.jobs.run import run_step
+from hybrid_ir.retrieval.approach0 import merge_shard_stats
 
 
 def main():

@@ -3,12 +3,12 @@
 import json
 import logging
 
-from hybrid_ir.evaluate import load_qrels
-from hybrid_ir.formats import atomic_output
-from hybrid_ir.logged import run_step
-from hybrid_ir.runs import read_run, write_run
-from hybrid_ir.sweeps import sweep
-from hybrid_ir.views import topic_languages
+from hybrid_ir.data.formats import atomic_output
+from hybrid_ir.data.qrels import read_qrels
+from hybrid_ir.data.runs import read_run, write_run
+from hybrid_ir.evaluation.views import topic_languages
+from hybrid_ir.fusion.sweeps import sweep
+from hybrid_ir.jobs.run import run_step
 
 
 def main():
@@ -18,7 +18,7 @@ def main():
     if "select_on" in entry:
         select_on = (
             [read_run(path) for path in inputs.select_runs],
-            load_qrels(inputs.select_qrels),
+            read_qrels(inputs.select_qrels),
         )
     by_language = None
     if entry["by_language"]:
@@ -30,7 +30,7 @@ def main():
         [read_run(path) for path in inputs.runs],
         entry["parameter"],
         entry["values"],
-        load_qrels(inputs.qrels),
+        read_qrels(inputs.qrels),
         entry["measures"],
         entry["select"],
         params=entry["params"],

@@ -4,14 +4,20 @@ import json
 import logging
 from dataclasses import asdict
 
-from hybrid_ir.formats import atomic_output, read_qrels, read_records
-from hybrid_ir.logged import run_step
+from hybrid_ir.data.formats import atomic_output, read_records
+from hybrid_ir.data.qrels import read_qrels
+from hybrid_ir.jobs.run import run_step
 from hybrid_ir.neural.triplets import TripletRules, build_triplets
 
 
 def main():
     settings = snakemake.params.settings
-    excluded = {j.doc_id for path in snakemake.input.qrels for j in read_qrels(path)}
+    excluded = {
+        doc
+        for path in snakemake.input.qrels
+        for judged in read_qrels(path).values()
+        for doc in judged
+    }
     judged = len(excluded)
     excluded |= {topic["id"] for path in snakemake.input.topics for topic in read_records(path)}
     sources = [

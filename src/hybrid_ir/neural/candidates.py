@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from hybrid_ir.data.runs import Run, ranked
 from hybrid_ir.errors import HybridIRError, InputFormatError, ParameterError
-from hybrid_ir.runs import Run, ranked
 
 Candidates = Mapping[str, Sequence[str]]
 

@@ -75,8 +75,10 @@ from colbert.modeling.tokenization import DocTokenizer, QueryTokenizer, tensoriz
 from colbert.utils.amp import MixedPrecisionManager
 from tqdm import tqdm
 
+from hybrid_ir.data.hub import local_checkpoint
+from hybrid_ir.data.runs import Run as RunDict
+from hybrid_ir.data.runs import canonicalize
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.hub import local_checkpoint
 from hybrid_ir.neural.candidates import check_query_texts, index_rows
 from hybrid_ir.neural.checkpoints import (
     load_state,
@@ -102,8 +104,6 @@ from hybrid_ir.neural.devices import autocast
 from hybrid_ir.neural.distributed import accumulation_steps
 from hybrid_ir.neural.models import directory_size, resize_embeddings, seed_everything
 from hybrid_ir.neural.triplets import read_triplets
-from hybrid_ir.runs import Run as RunDict
-from hybrid_ir.runs import canonicalize
 
 LOGGER = logging.getLogger(__name__)
 

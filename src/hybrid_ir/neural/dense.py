@@ -20,7 +20,7 @@ Determinism: inference runs in eval mode (no dropout) and draws no random number
 the same texts, batch size, thread count and torch build give bit-identical embeddings; no seed
 is needed. Batch size and threads can change the last bits (padding and kernel blocking), which
 is why both are explicit arguments. Search scores are computed in float64 from the stored
-float32 embeddings, so score ties resolve the same way every time (:mod:`hybrid_ir.runs`).
+float32 embeddings, so score ties resolve the same way every time (:mod:`hybrid_ir.data.runs`).
 
 Scale: :func:`encode_corpus` streams the corpus into shards on disk and :func:`search_shards`
 reads them one at a time (:mod:`hybrid_ir.neural.shards`), so neither holds the collection; a
@@ -37,12 +37,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from hybrid_ir.data.formats import atomic_directory, read_records
+from hybrid_ir.data.runs import DEFAULT_K, Run, canonicalize
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import atomic_directory, read_records
 from hybrid_ir.neural.devices import autocast, set_threads
 from hybrid_ir.neural.shards import ENCODE_WINDOW, SHARD_SIZE, ShardWriter, encode_to_shards
 from hybrid_ir.neural.shards import read_shards as _read_shards
-from hybrid_ir.runs import DEFAULT_K, Run, canonicalize
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

@@ -35,8 +35,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from hybrid_ir.data.formats import atomic_output
 from hybrid_ir.errors import ConfigError, HybridIRError
-from hybrid_ir.formats import atomic_output
 from hybrid_ir.neural.devices import cuda_settings, set_threads
 
 LOGGER = logging.getLogger(__name__)
@@ -127,6 +127,15 @@ def accumulation_steps(
             f"{batch_size}; use one of {divisors}"
         )
     return share // micro_batch_size
+
+
+def micro_batch_rows(batch_size: int, processes: int, accumulation: int) -> int:
+    """Rows of each forward pass a process runs per step: its share of the global batch of
+    ``batch_size`` (:meth:`Ranks.rows`) in ``accumulation`` micro-batches
+    (:func:`accumulation_steps`). Pretraining splits its batches so; benchmarks/paper_scale.py
+    sizes a rank's activations with it."""
+    share = Ranks(0, processes).rows(batch_size)
+    return (share.stop - share.start) // accumulation
 
 
 def launch(

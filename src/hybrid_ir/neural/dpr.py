@@ -69,8 +69,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from hybrid_ir.data.formats import atomic_directory
 from hybrid_ir.errors import ConfigError, HybridIRError
-from hybrid_ir.formats import atomic_directory
 from hybrid_ir.neural.checkpoints import (
     KEEP,
     load_state,

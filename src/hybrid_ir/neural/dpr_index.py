@@ -11,8 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
+from hybrid_ir.data.formats import atomic_directory
+from hybrid_ir.data.runs import Run, canonicalize
 from hybrid_ir.errors import InputFormatError
-from hybrid_ir.formats import atomic_directory
 from hybrid_ir.neural.candidates import check_query_texts, index_rows
 from hybrid_ir.neural.models import (
     Encoder,
@@ -26,7 +27,6 @@ from hybrid_ir.neural.shards import (
     encode_to_shards,
     read_shards,
 )
-from hybrid_ir.runs import Run, canonicalize
 
 INDEX_SUFFIX = ".faiss"
 """Each shard of an index is a faiss ``IndexFlatIP`` file (:mod:`hybrid_ir.neural.shards`)."""

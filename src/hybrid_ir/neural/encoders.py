@@ -24,6 +24,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from hybrid_ir.data.runs import Run
 from hybrid_ir.errors import ConfigError
 from hybrid_ir.neural.distributed import SINGLE, Ranks, accumulation_steps, launch
 from hybrid_ir.neural.dpr import SECTION, DPRSettings, train_dpr
@@ -31,7 +32,6 @@ from hybrid_ir.neural.dpr_index import index_dpr, rerank_dpr, search_dpr
 from hybrid_ir.neural.models import backbone_path, training_steps
 from hybrid_ir.neural.shards import ENCODE_WINDOW, SHARD_SIZE
 from hybrid_ir.neural.triplets import read_triplets
-from hybrid_ir.runs import Run
 
 Settings = Mapping[str, Any]
 Candidates = Mapping[str, Sequence[str]]

@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from hybrid_ir.data.pretok import read_token_counts
 from hybrid_ir.errors import ConfigError, InputFormatError
 from hybrid_ir.neural.dense import resolve_model
 from hybrid_ir.neural.devices import autocast
-from hybrid_ir.pretok import read_token_counts
 
 logger = logging.getLogger(__name__)
 

@@ -59,7 +59,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
@@ -68,11 +67,11 @@ from typing import cast
 
 import numpy as np
 
+from hybrid_ir.data.formats import atomic_directory, atomic_output
 from hybrid_ir.errors import ConfigError, HybridIRError
-from hybrid_ir.formats import atomic_directory, atomic_output
 from hybrid_ir.neural.checkpoints import load_state, prune, save_state, step_directories
 from hybrid_ir.neural.devices import autocast, grad_scaler
-from hybrid_ir.neural.distributed import SINGLE, Ranks, accumulation_steps, launch
+from hybrid_ir.neural.distributed import SINGLE, Ranks, accumulation_steps, launch, micro_batch_rows
 from hybrid_ir.neural.models import (
     add_math_tokens,
     backbone_path,
@@ -81,6 +80,7 @@ from hybrid_ir.neural.models import (
     resize_embeddings,
     seed_everything,
     tokenizations_match,
+    training_steps,
 )
 from hybrid_ir.neural.pretrain_data import TrainingData, corpus_data
 from hybrid_ir.neural.pretrain_settings import SECTION, PretrainSettings, settings_from_config
@@ -316,8 +316,8 @@ class _Loop:
         batch = batches.make(indices, settings.seed * 1_000_003 + step)
         pieces, totals = [batch], None
         if ranks.world > 1 or self.accumulation > 1:
-            share = ranks.rows(len(indices))
-            pieces = _micro_batches(batch, share, (share.stop - share.start) // self.accumulation)
+            rows = micro_batch_rows(len(indices), ranks.world, self.accumulation)
+            pieces = _micro_batches(batch, ranks.rows(len(indices)), rows)
             totals = (int((batch[1] != IGNORE).sum()), len(indices))
         losses = []
         for index, piece in enumerate(pieces):
@@ -405,8 +405,8 @@ def pretrain(
     if total_steps is None:
         if settings.epochs is None:  # excluded by PretrainSettings.__post_init__
             raise ConfigError("pretraining needs exactly one of steps and epochs")
-        steps = math.ceil(settings.epochs * train_size / settings.batch_size)
-        total_steps = max(1, steps)
+        length = {"epochs": settings.epochs, "batch_size": settings.batch_size}
+        total_steps = training_steps(length, train_size)
         settings = replace(settings, steps=total_steps, epochs=None)
     tokenizer = load_tokenizer(path)
     added_tokens = add_math_tokens(tokenizer, math_tokens)

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hybrid_ir.data.formats import atomic_directory, read_records
 from hybrid_ir.errors import ConfigError, HybridIRError
-from hybrid_ir.formats import atomic_directory, read_records
 
 IS_NEXT, NOT_NEXT = 0, 1  # transformers' next_sentence_label convention
 

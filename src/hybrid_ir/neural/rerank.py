@@ -19,9 +19,9 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
+from hybrid_ir.data.runs import Run
 from hybrid_ir.neural.candidates import top_candidates, unique_candidates
 from hybrid_ir.neural.models import Encoder
-from hybrid_ir.runs import Run
 
 logger = logging.getLogger(__name__)
 

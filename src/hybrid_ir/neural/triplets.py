@@ -36,8 +36,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from hybrid_ir.data.formats import json_lines
 from hybrid_ir.errors import ConfigError, InputFormatError
-from hybrid_ir.formats import json_lines
 from hybrid_ir.neural.dense import document_text
 
 TRIPLET_KEYS = ("query_id", "query", "positive_id", "positive", "negative_id", "negative")

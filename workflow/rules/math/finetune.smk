@@ -1,20 +1,6 @@
-# The schema requires `triplets` beside `dpr` or `colbert`, the only users of this file's rules.
-TRIPLETS = MATH["triplets"] if "triplets" in MATH else {"collections": []}
-TRIPLET_COLLECTIONS = TRIPLETS["collections"]
-
-
 rule triplets:
     input:
-        corpora=[paths.pretok(name, "corpus") for name in TRIPLET_COLLECTIONS],
-        qrels=[
-            paths.qrels(name, s)
-            for name in sorted({MATH["collection"], *TRIPLET_COLLECTIONS})
-            for s in COLLECTIONS[name]["qrels"]
-        ],
-        topics=[
-            paths.topics(MATH["collection"], s)
-            for s in COLLECTIONS[MATH["collection"]]["topics"]
-        ],
+        **triplets_inputs(),
     output:
         triplets=paths.model_file("triplets.jsonl"),
         counts=paths.model_file("triplets.counts.json"),
@@ -28,15 +14,15 @@ rule triplets:
         **rule_resources("triplets"),
     params:
         code=code_version("triplets"),
-        collections=TRIPLET_COLLECTIONS,
-        settings=TRIPLETS,
+        collections=triplet_collections(),
+        settings=triplets_settings(),
     script:
         "../../scripts/triplets.py"
 
 
 rule finetune:
     input:
-        unpack(lambda w: backbone_input(w.backbone)),
+        unpack(backbone_input),
         triplets=rules.triplets.output.triplets,
     output:
         model=directory(paths.model("{encoder}", "{backbone}")),
@@ -54,7 +40,7 @@ rule finetune:
     params:
         code=code_version("finetune"),
         source=backbone_source,
-        settings=lambda w: fine_tuning_settings(MATH, w.encoder, w.backbone),
+        settings=finetune_settings,
         device=MATH["device"],
         precision=MATH["precision"],
         tf32=MATH["tf32"],
@@ -63,7 +49,7 @@ rule finetune:
         snapshots=snapshot_dirs,
         # Outside the declared outputs, which Snakemake deletes when a job fails: a killed
         # training resumes from its checkpoints, and keeps the epoch snapshots it already took.
-        workdir=lambda w: paths.checkpoints(f"finetune-{w.encoder}-{w.backbone}"),
+        workdir=paths.checkpoints("finetune-{encoder}-{backbone}"),
     script:
         "../../scripts/finetune.py"
 

@@ -1,7 +1,6 @@
 rule encoder_index:
     input:
-        unpack(lambda w: MODELS.encoder_input(w.system)),
-        corpus=lambda w: paths.pretok(w.collection, "corpus"),
+        unpack(encoder_index_inputs),
     output:
         index=directory(paths.index("{collection}", "{system}")),
         stats=paths.index_stats("{collection}", "{system}"),
@@ -10,7 +9,7 @@ rule encoder_index:
     benchmark:
         paths.benchmark("index", "{collection}/{system}")
     wildcard_constraints:
-        system=alternatives(MODELS.encoder_runs),
+        system=alternatives(encoder_run_names()),
     priority: CRITICAL_PATH
     conda:
         MATH_CONDA_ENV
@@ -19,9 +18,9 @@ rule encoder_index:
         **rule_resources("encoder_index"),
     params:
         code=code_version("encoder_index"),
-        model=lambda w: MODELS.encoder_model(w.system),
-        encoder=lambda w: MODELS.encoder_runs[w.system]["kind"],
-        settings=lambda w: MODELS.encoder_settings(w.system),
+        model=encoder_run_model,
+        encoder=encoder_run_kind,
+        settings=encoder_run_settings,
         doc_fields=MATH["doc_fields"],
         extensions=".cache/torch_extensions",
         device=MATH["device"],

@@ -23,11 +23,7 @@ rule math_vocabulary:
 
 rule pretrain:
     input:
-        unpack(
-            lambda w: checkpoint_input(
-                MATH["backbones"][w.backbone]["model"], "source_model"
-            )
-        ),
+        unpack(source_model_input),
         corpora=[paths.pretok(name, "corpus") for name in MATH["pretraining"]["corpus"]],
         vocabulary=rules.math_vocabulary.output[0],
     output:
@@ -37,7 +33,7 @@ rule pretrain:
             paths.figure("pretraining-{backbone}", "png"),
             caption="../../report/pretraining.rst",
             category=paper_category("000"),
-            labels=lambda w: {"name": f"pretraining-{w.backbone}"},
+            labels=report_labels_of("pretraining-{backbone}"),
         ),
         figure_svg=paths.figure("pretraining-{backbone}", "svg"),
     log:
@@ -52,9 +48,9 @@ rule pretrain:
         **rule_resources("pretrain"),
     params:
         code=code_version("pretrain"),
-        model=lambda w: MATH["backbones"][w.backbone]["model"],
+        model=backbone_model,
         fields=list(MATH["pretraining"]["corpus"].values()),
-        settings=lambda w: pretraining_settings(MATH, w.backbone),
+        settings=pretrain_settings,
         device=MATH["device"],
         precision=MATH["precision"],
         tf32=MATH["tf32"],

@@ -1,8 +1,6 @@
 rule encoder_search:
     input:
-        unpack(lambda w: MODELS.encoder_input(w.system)),
-        index=paths.index("{collection}", "{system}"),
-        topics=lambda w: paths.pretok(w.collection, f"topics/{w.topics}"),
+        unpack(encoder_search_inputs),
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
     log:
@@ -18,9 +16,9 @@ rule encoder_search:
         **rule_resources("encoder_search"),
     params:
         code=code_version("encoder_search"),
-        model=lambda w: MODELS.encoder_model(w.system),
-        encoder=lambda w: MODELS.encoder_runs[w.system]["kind"],
-        settings=lambda w: MODELS.encoder_settings(w.system),
+        model=encoder_run_model,
+        encoder=encoder_run_kind,
+        settings=encoder_run_settings,
         query_fields=MATH["query_fields"],
         depth=RUN_DEPTH,
         extensions=".cache/torch_extensions",
@@ -33,10 +31,7 @@ rule encoder_search:
 
 rule mlm_rerank:
     input:
-        unpack(lambda w: MODELS.mlm_input(w.system)),
-        base=lambda w: run_path(w.collection, w.topics, MATH_RUNS[w.system]["base"]),
-        corpus=lambda w: paths.pretok(w.collection, "corpus"),
-        topics=lambda w: paths.pretok(w.collection, f"topics/{w.topics}"),
+        unpack(mlm_rerank_inputs),
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
     log:
@@ -52,9 +47,9 @@ rule mlm_rerank:
         **rule_resources("mlm_rerank"),
     params:
         code=code_version("mlm_rerank"),
-        reranker=lambda w: MATH_RUNS[w.system],
+        reranker=reranker_entry,
         # The further-pretrained directory, or the configured checkpoint (hub id or path).
-        model=lambda w: MODELS.mlm_model(w.system),
+        model=mlm_reranker_model,
         device=MATH["device"],
         precision=MATH["precision"],
         tf32=MATH["tf32"],
@@ -64,11 +59,9 @@ rule mlm_rerank:
 
 rule encoder_rerank:
     input:
-        unpack(lambda w: MODELS.encoder_input(MODELS.reranking_encoder(w.system))),
-        # The candidates' vectors: the collection is encoded once per model, by its index.
-        index=lambda w: paths.index(w.collection, MODELS.reranking_encoder(w.system)),
-        base=lambda w: run_path(w.collection, w.topics, MATH_RUNS[w.system]["base"]),
-        topics=lambda w: paths.pretok(w.collection, f"topics/{w.topics}"),
+        # The encoder run's model and index (the candidates' vectors: the collection is
+        # encoded once per model, by its index), the base run, the topics.
+        unpack(encoder_rerank_inputs),
     output:
         run=paths.run("{collection}", "{topics}", "{system}"),
     log:
@@ -84,9 +77,9 @@ rule encoder_rerank:
         **rule_resources("encoder_rerank"),
     params:
         code=code_version("encoder_rerank"),
-        reranker=lambda w: MATH_RUNS[w.system],
-        model=lambda w: MODELS.encoder_model(MODELS.reranking_encoder(w.system)),
-        settings=lambda w: MODELS.encoder_settings(MODELS.reranking_encoder(w.system)),
+        reranker=reranker_entry,
+        model=encoder_reranker_model,
+        settings=encoder_reranker_settings,
         query_fields=MATH["query_fields"],
         extensions=".cache/torch_extensions",
         device=MATH["device"],

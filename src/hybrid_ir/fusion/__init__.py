@@ -1,0 +1,1 @@
+"""Fusion of runs: the methods, their parameter grids and sweeps, and cross-validated weights."""
