@@ -213,6 +213,27 @@ def test_an_encoder_run_indexes_and_searches_with_the_model_fine_tuned_here(plan
     assert settings["passage_max_length"] == 64
 
 
+def test_a_dpr_snapshot_run_indexes_and_searches_with_its_snapshot_not_the_final_model(plan):
+    """Paper 000's Table 1 rows (1)-(4) are DPR after one epoch: their runs load the model the
+    fine-tuning job kept after that epoch, not the one it ends with."""
+
+    def snapshot(config):
+        config["math_models"]["dpr"]["snapshots"] = [1]
+
+    snapshots = _changed(plan, snapshot)
+    assert "dpr-epoch1-minilm-math" in snapshots.encoder_run_names()
+    wildcards = Wildcards(collection="arqmath", topics="arqmath1", system="dpr-epoch1-minilm-math")
+    assert snapshots.encoder_run_model(wildcards) == "results/models/dpr-epoch1/minilm-math"
+    assert snapshots.encoder_index_inputs(wildcards)["model"] == (
+        "results/models/dpr-epoch1/minilm-math"
+    )
+    assert snapshots.encoder_search_inputs(wildcards)["model"] == (
+        "results/models/dpr-epoch1/minilm-math"
+    )
+    training = Wildcards(encoder="dpr", backbone="minilm-math")
+    assert snapshots.snapshot_dirs(training) == {1: "results/models/dpr-epoch1/minilm-math"}
+
+
 def test_an_encoder_reranker_scores_with_its_encoder_runs_model_and_index(plan):
     wildcards = Wildcards(
         collection="arqmath", topics="arqmath2", system="a0-rerank-colbert-minilm"

@@ -147,7 +147,7 @@ class MathPlan:
         run = self.encoder_runs[system]
         if "checkpoint" in run:
             return run["checkpoint"]
-        return paths.model(run["kind"], run["backbone"])
+        return paths.model(run["model"], run["backbone"])
 
     def encoder_input(self, system: str) -> dict[str, str]:
         run = self.encoder_runs[system]
