@@ -56,16 +56,16 @@ def structure_shard(collection: str, name: str, shard: str) -> str:
     return f"{RESULTS}/shards/indexes/{collection}/{name}/{shard}"
 
 
-def structure_shard_stats(collection: str, name: str, shard: str) -> str:
+def structure_shard_stats(collection: str, name: str, shard: int | str) -> str:
     return f"{RESULTS}/shards/indexes/{collection}/{name}/{shard}.stats.json"
 
 
-def structure_shard_run(collection: str, topic_set: str, system: str, shard: str) -> str:
+def structure_shard_run(collection: str, topic_set: str, system: str, shard: int | str) -> str:
     """A topic set searched on one shard of a sharded Approach0 index, before the merge."""
     return f"{RESULTS}/shards/runs/{collection}/{topic_set}/{system}/{shard}.trec"
 
 
-def structure_shard_facts(collection: str, topic_set: str, system: str, shard: str) -> str:
+def structure_shard_facts(collection: str, topic_set: str, system: str, shard: int | str) -> str:
     return f"{RESULTS}/shards/runs/{collection}/{topic_set}/{system}/{shard}.facts.json"
 
 

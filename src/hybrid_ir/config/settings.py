@@ -3,7 +3,7 @@ math models and their training settings, the qrels views, each rule's threads an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hybrid_ir.neural.encoders import ENCODERS
@@ -105,7 +105,7 @@ def training_processes(config: Mapping, section: str) -> set[int]:
 
 
 def run_measures(
-    config: dict, expected: list[dict], collection: str, system: str, qrels: str
+    config: dict, expected: Sequence[dict], collection: str, system: str, qrels: str
 ) -> list[str]:
     """A run's measures against a qrels set: its BM25 experiment's, then any other metric an
     expected-scores file asks of it."""
