@@ -1,10 +1,23 @@
 import os
 import sys
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
+# This workflow's own folder: where this Snakefile is, also when Snakemake started from another
+# one (workflow/Snakefile, or another workflow's that uses this one as a module, whose folder is
+# workflow.basedir). Its schema, scripts and default files are found here, whatever the working
+# directory (docs/guides/use-as-a-module.md).
+HYBRID_IR_ROOT = workflow.current_basedir.get_path_or_uri(secret_free=False)
+if not os.path.isdir(HYBRID_IR_ROOT):
+    # A module from a repository host (snakedeploy's github(...)): its src/ is not on this machine.
+    raise WorkflowError(
+        f"hybrid-ir: the workflow at {HYBRID_IR_ROOT} is not a folder on this machine; it runs "
+        "from a checkout: clone it (git clone --branch TAG URL) and give the module the path "
+        "of the clone's workflow/Snakefile (docs/guides/use-as-a-module.md)"
+    )
 # The package from this workflow's own src/, here and in every job (hybrid_ir.planning.package_source).
-sys.path.insert(0, os.path.join(workflow.basedir, "src"))
+sys.path.insert(0, os.path.join(HYBRID_IR_ROOT, "src"))
 
 from hybrid_ir.evaluation.checks import run_summary
 from hybrid_ir.planning.jobserver import close_job_servers, open_job_servers

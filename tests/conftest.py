@@ -19,6 +19,7 @@ SLOW_MODULES = (
     "test_docs_guides.py",
     "test_structure.py",
     "test_report.py",
+    "test_as_module.py",
     "test_ntcir12_table2.py",
     "test_released_checkpoints.py",
     "test_reader_properties.py",

@@ -66,3 +66,8 @@ class ConfigError(HybridIRError):
 
 class CheckFailed(HybridIRError):
     """A reproduced score left its expected band."""
+
+
+class UnknownName(HybridIRError):
+    """An argument that is neither a file nor a name of what the workflow produced (nor an
+    ir_datasets id): the message lists the nearest names the results folder holds."""

@@ -45,13 +45,21 @@ def planned(function):
 # The merged, validated configuration (`config`, filled in place), its plan and pinned hub models.
 PLAN, HUB_MODELS = planned(load_plan)(
     config,
-    # The `configfile:` directive's file comes after the command line's in this list.
-    [
-        *workflow.configfiles[len(workflow.config_settings.configfiles) :],
-        *workflow.config_settings.configfiles,
-    ],
-    workflow.config_settings.config,
-    os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"),
+    # The `configfile:` directive's file comes after the command line's in this list. A module
+    # given a configuration of its own (`config:` other than the user's whole one) has no layers.
+    (
+        [
+            *workflow.configfiles[len(workflow.config_settings.configfiles) :],
+            *workflow.config_settings.configfiles,
+        ]
+        if config is workflow.config
+        else []
+    ),
+    workflow.config_settings.config if config is workflow.config else {},
+    os.path.join(HYBRID_IR_ROOT, "workflow", "schemas", "config.schema.yaml"),
+    # The workflow's own files the configuration names (its manifest, expected scores, claims)
+    # are found here where the working directory lacks them (a module's user, a deployment).
+    workflow_root=HYBRID_IR_ROOT,
 )
 for _warning in PLAN.warnings():
     logger.warning(f"hybrid-ir: warning: {_warning}")
@@ -85,7 +93,7 @@ def code_version(script):
     """Digest of a rule's script and every package module it imports (hybrid_ir.planning.code_digest),
     passed as a param so that editing any of them re-runs the rule's jobs."""
     return CODE_DIGESTS.digest(
-        Path(workflow.basedir) / "workflow" / "scripts" / f"{script}.py"
+        Path(HYBRID_IR_ROOT) / "workflow" / "scripts" / f"{script}.py"
     )
 
 

@@ -8,6 +8,7 @@ import csv
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from hybrid_ir import paths
@@ -16,6 +17,7 @@ from hybrid_ir.config.layers import config_layers, merged_config
 from hybrid_ir.config.settings import training_plan
 from hybrid_ir.config.sources import Layers, attributed
 from hybrid_ir.config.validation import validate_config
+from hybrid_ir.data import names
 from hybrid_ir.data.checklist import (
     MAX_CONNECTIONS,
     RawFile,
@@ -47,8 +49,8 @@ from hybrid_ir.data.members import (
     member_list_path,
     write_member_list,
 )
-from hybrid_ir.data.qrels import Qrels, read_qrels
-from hybrid_ir.data.runs import read_run, topic_sort_key, write_run
+from hybrid_ir.data.qrels import Qrels
+from hybrid_ir.data.runs import Run, topic_sort_key, write_run
 from hybrid_ir.errors import ConfigError, HybridIRError, printable
 from hybrid_ir.evaluation.checks import assert_all_passed
 from hybrid_ir.evaluation.measures import evaluate, measures_for, resolve_measures
@@ -261,22 +263,86 @@ def _count_columns(measures: list[str]) -> set[str]:
     }
 
 
-def _measures(args: argparse.Namespace, qrels: Qrels) -> tuple[list[str], str | None]:
+class _Sources:
+    """A command's inputs, each a file or a name (:mod:`hybrid_ir.data.names`): a run's bare
+    system name is looked up in the topic set of ``--topics`` (or of ``--qrels``), and qrels
+    left out are that topic set's. What a name resolved to is said on stderr once the result
+    is there (:meth:`say`): a failing command's stderr stays its one error line."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.notes: list[str] = []
+        self.topics = getattr(args, "topics", None) or getattr(args, "qrels", None)
+
+    def resolved(self, kind: str, given: str) -> names.Resolved:
+        found = names.resolve(kind, given, topics=self.topics)
+        return self._noted(found)
+
+    def _noted(self, found: names.Resolved) -> names.Resolved:
+        if found.note:
+            self.notes.append(found.note)
+        return found
+
+    def qrels(self) -> tuple[str, Qrels]:
+        """The qrels' label (file, or ``ir_datasets:<id>``) and the qrels."""
+        if self.args.qrels is not None:
+            found = self.resolved("qrels", self.args.qrels)
+        elif getattr(self.args, "topics", None) is not None:
+            found = self._noted(names.qrels_of(self.args.topics))
+        else:
+            raise HybridIRError(f"{self.args.command} needs --qrels, or --topics for its qrels")
+        return found.label, names.named_qrels(found)
+
+    def run(self, given: str) -> tuple[str, Run]:
+        """A run's label (its file) and the run, read with --run-format and --duplicates."""
+        found = self.resolved("run", given)
+        run = names.named_run(found, self.args.run_format, self.args.duplicates)
+        return found.label, run
+
+    def file(
+        self,
+        kind: str,
+        given: str | None,
+        default: Callable[[str], names.Resolved] | None = None,
+    ) -> str:
+        """The file a ``kind`` argument names, or, left out, ``default(--topics)``'s; an
+        ir_datasets id is an error, as the command reads files."""
+        if given is not None:
+            found = self.resolved(kind, given)
+        elif default is not None:
+            found = self._noted(default(self.args.topics))
+        else:
+            raise HybridIRError(f"{self.args.command} needs a {kind}")
+        if found.path is None:
+            raise HybridIRError(
+                f"{self.args.command} reads files: {kind} {found.given!r} is an ir_datasets id"
+            )
+        return str(found.path)
+
+    def say(self, note: str | None = None) -> None:
+        for line in [*self.notes, note]:
+            _say(line)
+
+
+def _measures(
+    args: argparse.Namespace, qrels: Qrels, qrels_name: str
+) -> tuple[list[str], str | None]:
     """``--measures``, or the set that fits the qrels and the line saying so; a measure that no
     grade of the qrels makes relevant is an error."""
-    return measures_for(qrels, args.measures, args.qrels)
+    return measures_for(qrels, args.measures, qrels_name)
 
 
 def _say(note: str | None) -> None:
-    """The chosen measures on stderr, once the result is there: a failing command's stderr
-    stays its one error line."""
+    """A note on stderr (the chosen measures, what a name resolved to), once the result is
+    there: a failing command's stderr stays its one error line."""
     if note:
-        print(f"hybrid-ir: {note}", file=sys.stderr)
+        print(f"hybrid-ir: {printable(note)}", file=sys.stderr)
 
 
 def evaluate_command(args: argparse.Namespace) -> None:
-    qrels = read_qrels(args.qrels)
-    measures, note = _measures(args, qrels)
+    sources = _Sources(args)
+    qrels_name, qrels = sources.qrels()
+    measures, note = _measures(args, qrels, qrels_name)
     counts = _count_columns(measures)
 
     def counted(values: dict[str, float | None]) -> dict[str, float | int | None]:
@@ -289,10 +355,9 @@ def evaluate_command(args: argparse.Namespace) -> None:
         }
 
     rows = []
-    for path in args.run:
-        run = read_run(path, run_format=args.run_format, duplicates=args.duplicates)
-        names = (args.qrels, path)
-        evaluation = evaluate(qrels, run, measures, names, args.allow_disjoint)
+    for given in args.run:
+        path, run = sources.run(given)
+        evaluation = evaluate(qrels, run, measures, (qrels_name, path), args.allow_disjoint)
         rows.append({"run": path, "topic": "all", **counted(dict(evaluation.aggregate))})
         if args.per_query:
             topics = {topic for scores in evaluation.per_query.values() for topic in scores}
@@ -301,21 +366,19 @@ def evaluate_command(args: argparse.Namespace) -> None:
                     column: scores.get(topic) for column, scores in evaluation.per_query.items()
                 }
                 rows.append({"run": path, "topic": topic, **counted(values)})
-    _say(note)
+    sources.say(note)
     _print_rows(rows, args.format)
 
 
 def compare_command(args: argparse.Namespace) -> None:
-    def load(path: str) -> tuple[str, dict]:
-        return path, read_run(path, run_format=args.run_format, duplicates=args.duplicates)
-
-    qrels = read_qrels(args.qrels)
-    measures, note = _measures(args, qrels)
+    sources = _Sources(args)
+    qrels_name, qrels = sources.qrels()
+    measures, note = _measures(args, qrels, qrels_name)
     table = compare_runs(
-        (args.qrels, qrels), load(args.baseline), [load(path) for path in args.runs], measures,
-        args.permutations, args.seed, args.holm,
+        (qrels_name, qrels), sources.run(args.baseline), [sources.run(run) for run in args.runs],
+        measures, args.permutations, args.seed, args.holm,
     )  # fmt: skip
-    _say(note)
+    sources.say(note)
     print(RENDERERS[args.format](table), end="")
 
 
@@ -342,10 +405,11 @@ def _print_rows(rows: list[dict], style: str) -> None:
 
 
 def crossval_command(args: argparse.Namespace) -> None:
-    qrels = read_qrels(args.qrels)
-    measures, note = _measures(args, qrels)
-    dense = read_run(args.dense, run_format=args.run_format, duplicates=args.duplicates)
-    base = read_run(args.base, run_format=args.run_format, duplicates=args.duplicates)
+    sources = _Sources(args)
+    qrels_name, qrels = sources.qrels()
+    measures, note = _measures(args, qrels, qrels_name)
+    _, dense = sources.run(args.dense)
+    _, base = sources.run(args.base)
     results = crossvalidate_linear(
         dense, base, qrels, measures, alphas=args.alphas,
         k_folds=args.folds, seed=args.seed, mode="legacy" if args.legacy else "default",
@@ -363,7 +427,7 @@ def crossval_command(args: argparse.Namespace) -> None:
         }
         for column, result in summary["columns"].items()
     ]
-    _say(note)
+    sources.say(note)
     _print_rows(rows, "md")
 
 
@@ -377,12 +441,12 @@ def fuse_command(args: argparse.Namespace) -> None:
     ):
         if value is not None:
             params[name] = value
-    runs = [
-        read_run(path, run_format=args.run_format, duplicates=args.duplicates) for path in args.runs
-    ]
+    sources = _Sources(args)
+    runs = [sources.run(given)[1] for given in args.runs]
     fused = fuse(args.method, runs, **params)
     output = args.output or f"{args.method}.trec"
     lines = write_run(fused, output, tag=args.tag or args.method, k=args.depth)
+    sources.say()
     print(f"{lines} lines written to {output}")
 
 
@@ -390,13 +454,18 @@ def explore_command(args: argparse.Namespace) -> None:
     for option, value in (("--top-k", args.top_k), ("--text-chars", args.text_chars)):
         if value < 1:
             raise HybridIRError(f"{option} must be at least 1, got {value}")
+    sources = _Sources(args)
+    topics = sources.file("topics", args.topics)
+    qrels = sources.file("qrels", args.qrels, names.qrels_of)
+    corpus = sources.file("corpus", args.corpus, names.corpus_of)
+    runs = [sources.file("run", run) for run in args.runs]
     page, note = runs_explorer(
-        args.runs, args.qrels, args.topics, args.corpus,
-        ExplorerSettings(args.top_k, args.text_chars), args.measures, args.labels,
-        args.label_set, args.title, args.katex, args.run_format, args.duplicates,
+        runs, qrels, topics, corpus, ExplorerSettings(args.top_k, args.text_chars),
+        args.measures, args.labels, args.label_set, args.title, args.katex, args.run_format,
+        args.duplicates,
     )  # fmt: skip
     write_explorer(page, args.output)
-    _say(note)
+    sources.say(note)
     print(f"{args.output}: {len(page.encode('utf-8')):,} bytes, {len(args.runs)} runs")
 
 

@@ -96,6 +96,33 @@ def _add_input_options(parser: argparse.ArgumentParser, qrels: bool = True) -> N
         )
 
 
+_RUNS = (
+    "TREC or ARQMath-TSV run files, or run names (collection/topics/system, or system with "
+    "--topics)"
+)
+_QRELS = "TREC qrels, a qrels name (collection/qrels) or an ir_datasets id"
+
+
+def _add_names_options(parser: argparse.ArgumentParser, qrels: bool = True) -> None:
+    """``--topics``, the topic set a bare system name is a run of, and ``--qrels``, which
+    defaults to that topic set's qrels."""
+    parser.add_argument(
+        "--topics",
+        default=None,
+        help="a topic set of the results folder (collection/topics, e.g. toy/test), or an "
+        "ir_datasets id: a run given by its system name alone is that topic set's run"
+        + (", and its qrels are the default --qrels" if qrels else "")
+        + " (default: none; runs by file or full name)",
+    )
+    if qrels:
+        parser.add_argument(
+            "--qrels",
+            default=None,
+            help=f"{_QRELS} (default: the qrels of --topics: its collection's of the same "
+            "name, or the only ones)",
+        )
+
+
 def _add_measures_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--measures",
@@ -458,8 +485,8 @@ def _add_evaluate_and_fuse(cli: _Commands) -> None:
         description="evaluate runs as the official tools do: measure sets arqmath (prime "
         "measures), ntcir12, beir, cf, recall(k...) or any ir_measures name",
     )
-    evaluate.add_argument("--qrels", required=True, help="TREC qrels")
-    evaluate.add_argument("--run", nargs="+", required=True, help="TREC or ARQMath-TSV runs")
+    _add_names_options(evaluate)
+    evaluate.add_argument("--run", nargs="+", required=True, help=_RUNS)
     _add_measures_option(evaluate)
     evaluate.add_argument("--per-query", action="store_true", help="also print each topic")
     evaluate.add_argument(
@@ -482,9 +509,9 @@ def _add_evaluate_and_fuse(cli: _Commands) -> None:
         description="k-fold cross-validation of alpha in alpha*DENSE + (1-alpha)*BASE (min-max "
         "normalized), one alpha per metric tuned on the other folds",
     )
-    crossval.add_argument("dense", help="run whose weight is alpha")
-    crossval.add_argument("base", help="run whose weight is 1 - alpha")
-    crossval.add_argument("--qrels", required=True, help="TREC qrels")
+    crossval.add_argument("dense", help="run whose weight is alpha (a file or a name)")
+    crossval.add_argument("base", help="run whose weight is 1 - alpha (a file or a name)")
+    _add_names_options(crossval)
     _add_measures_option(crossval)
     crossval.add_argument("--folds", type=int, default=5, help="number of folds")
     crossval.add_argument("--seed", type=_seed, default=PAPER_SEED, help="seed of the fold split")
@@ -532,7 +559,8 @@ def _add_evaluate_and_fuse(cli: _Commands) -> None:
     )
     fuse.add_argument("--depth", type=int, default=DEFAULT_K, help="documents kept per topic")
     fuse.add_argument("--tag", default=None, help="run tag (default: the method)")
-    fuse.add_argument("runs", nargs="+", help="TREC or ARQMath-TSV run files")
+    fuse.add_argument("runs", nargs="+", help=_RUNS)
+    _add_names_options(fuse, qrels=False)
     fuse.add_argument(
         "-o", "--output", default=None, help="run file to write (default: METHOD.trec)"
     )
@@ -562,9 +590,11 @@ def _add_checks_and_results(cli: _Commands) -> None:
         "paired t-test and randomization test p-values, on the topics each run shares with the "
         "baseline and the qrels",
     )
-    compare.add_argument("runs", nargs="+", help="TREC or ARQMath-TSV runs to compare")
-    compare.add_argument("--baseline", required=True, help="the run every run is compared with")
-    compare.add_argument("--qrels", required=True, help="TREC qrels")
+    compare.add_argument("runs", nargs="+", help=f"{_RUNS}, to compare")
+    compare.add_argument(
+        "--baseline", required=True, help="the run every run is compared with (a file or a name)"
+    )
+    _add_names_options(compare)
     _add_measures_option(compare)
     compare.add_argument(
         "--permutations",
@@ -638,10 +668,21 @@ def _add_explore(cli: _Commands) -> None:
         "with grades and document texts, formulas rendered with KaTeX where it is installed "
         "(Debian's libjs-katex); the first run opens as the system, the second as the baseline",
     )
-    explore.add_argument("runs", nargs="+", help="TREC or ARQMath-TSV runs (two or more)")
-    explore.add_argument("--qrels", required=True, help="TREC qrels")
-    explore.add_argument("--topics", required=True, help="topics, canonical JSON Lines")
-    explore.add_argument("--corpus", required=True, help="corpus, canonical JSON Lines")
+    explore.add_argument("runs", nargs="+", help=f"{_RUNS} (two or more)")
+    explore.add_argument(
+        "--topics",
+        required=True,
+        help="topics, canonical JSON Lines, or a topic set's name (collection/topics)",
+    )
+    explore.add_argument(
+        "--qrels",
+        help="TREC qrels, or a qrels name (collection/qrels) (default: the qrels of --topics)",
+    )
+    explore.add_argument(
+        "--corpus",
+        help="corpus, canonical JSON Lines, or a collection's name (default: the corpus of "
+        "--topics' collection)",
+    )
     explore.add_argument(
         "--labels",
         help="topic label table (TSV: topic_id, optionally set, label columns; default: none, "

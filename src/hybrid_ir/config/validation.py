@@ -24,6 +24,7 @@ from hybrid_ir.config.settings import (
     IN_CORPUS,
 )
 from hybrid_ir.config.templates import expand_topic_lists, fusions_by_topic_set
+from hybrid_ir.config.workflow_files import with_workflow_files
 from hybrid_ir.data.formats import load_yaml
 from hybrid_ir.data.hub import check_pins
 from hybrid_ir.errors import ConfigError, cut
@@ -56,11 +57,17 @@ _VALIDATOR = jsonschema.validators.extend(
 
 
 def validate_config(
-    config: dict, schema_path: str | Path, source: str = "config", require_pins: bool = True
+    config: dict,
+    schema_path: str | Path,
+    source: str = "config",
+    require_pins: bool = True,
+    workflow_root: str | Path | None = None,
 ) -> None:
     """Fill in the schema's defaults, then raise :class:`ConfigError` with one line naming the
     first offending key; every default lives in the schema, so rules and scripts read
-    ``config[...]`` directly."""
+    ``config[...]`` directly. ``workflow_root`` (the workflow's folder, when it runs from another
+    one) gives the workflow's own files the configuration names before they are read
+    (:func:`hybrid_ir.config.workflow_files.with_workflow_files`)."""
     with open(schema_path, encoding="utf-8") as handle:
         schema = load_yaml(handle)
     check_finite(config, source)
@@ -80,6 +87,8 @@ def validate_config(
     _sweep_figures_from_sweeps(config, source)
     expand_topic_lists(config, source)
     _derive_defaults(config)
+    if workflow_root is not None:
+        with_workflow_files(config, workflow_root)
     check_references(config, source)
     if require_pins:
         check_pins(config, source)

@@ -39,6 +39,25 @@ True
 >>> api.run_from_frame(frame) == bm25
 True
 
+Names instead of paths: a file the workflow wrote is read by its name in the results folder
+(``collection/topics/system`` for a run, ``collection/qrels`` for qrels, ``collection/topics``
+for topics; :mod:`hybrid_ir.data.names`), here a folder laid out as the workflow lays out
+``results/``; a path that exists always wins, and where ir_datasets is installed its ids
+(``beir/scifact/test``) name qrels and topics too:
+
+>>> from hybrid_ir import paths
+>>> api.write_run(dense, folder / paths.run("toy", "test", "dense"), tag="dense")
+6
+>>> results = folder / paths.RESULTS
+>>> api.read_run("toy/test/dense", results=results) == dense
+True
+>>> api.read_run("dense", topics="toy/test", results=results) == dense
+True
+>>> api.read_run("toy/test/dens", results=results)
+Traceback (most recent call last):
+...
+hybrid_ir.errors.UnknownName: run 'toy/test/dens': no such file, ...; nearest: toy/test/dense
+
 The weight of ``alpha * dense + (1 - alpha) * base``, cross-validated over folds of the
 topics, and a comparison with a baseline (paired t-test and randomization test):
 
@@ -58,11 +77,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from hybrid_ir.data import names
 from hybrid_ir.data.qrels import Qrels
-from hybrid_ir.data.qrels import read_qrels as read_qrels_file
 from hybrid_ir.data.qrels import write_qrels as write_qrels_file
 from hybrid_ir.data.runs import DEFAULT_K, Run
-from hybrid_ir.data.runs import read_run as read_run_file
 from hybrid_ir.data.runs import write_run as write_run_file
 from hybrid_ir.evaluation.measures import evaluate as evaluate_run
 from hybrid_ir.evaluation.significance import PERMUTATIONS, RANDOMIZATION_SEED
@@ -75,15 +93,25 @@ from hybrid_ir.retrieval.bm25 import BM25Settings
 
 __all__ = [
     "FUSION_METHODS", "BM25Settings", "Qrels", "Run", "bm25_search", "compare", "crossvalidate",
-    "evaluate", "fuse", "read_qrels", "read_run", "run_from_frame", "run_to_frame",
-    "write_qrels", "write_run",
+    "evaluate", "fuse", "read_qrels", "read_run", "read_topics", "run_from_frame",
+    "run_to_frame", "write_qrels", "write_run",
 ]  # fmt: skip
 
+Source = str | Path
+"""A file, or a name of the workflow's results folder (:mod:`hybrid_ir.data.names`)."""
 
-def read_run(path: str | Path, run_format: str | None = None) -> Run:
+
+def read_run(
+    path: Source,
+    run_format: str | None = None,
+    topics: Source | None = None,
+    results: Source | None = None,
+) -> Run:
     """A TREC run (``query Q0 doc rank score tag``) or an ARQMath TSV run, ``.gz`` too; the
-    format is told from the first line unless ``run_format`` (``trec``, ``arqmath``) says."""
-    return read_run_file(path, run_format=run_format)
+    format is told from the first line unless ``run_format`` (``trec``, ``arqmath``) says.
+    ``path`` may be a run's name instead, ``collection/topics/system``, or ``system`` with
+    ``topics`` (a topic set's name), in ``results`` (default: ``results/`` here)."""
+    return names.named_run(names.resolve("run", path, topics, results), run_format)
 
 
 def write_run(run: Run, path: str | Path, tag: str = "hybrid-ir", k: int = DEFAULT_K) -> int:
@@ -92,10 +120,28 @@ def write_run(run: Run, path: str | Path, tag: str = "hybrid-ir", k: int = DEFAU
     return write_run_file(run, path, tag=tag, k=k)
 
 
-def read_qrels(path: str | Path) -> Qrels:
+def read_qrels(path: Source, results: Source | None = None) -> Qrels:
     """TREC qrels (``query iteration doc relevance``, ``.gz`` too); a (query, doc) pair
-    judged on several lines keeps its highest relevance."""
-    return read_qrels_file(path)
+    judged on several lines keeps its highest relevance. ``path`` may be a name instead:
+    ``collection/qrels`` in ``results`` (default: ``results/`` here), or an ir_datasets id
+    (``beir/scifact/test``, read from ir_datasets' own cache) where ir_datasets is
+    installed."""
+    return names.named_qrels(names.resolve("qrels", path, results=results))
+
+
+def read_topics(path: Source, results: Source | None = None) -> list[dict]:
+    """Topics as records (``id``, ``title``, ``text``, ...): a canonical topics file (JSON
+    Lines), ``collection/topics`` in ``results`` (default: ``results/`` here), or an
+    ir_datasets id whose queries they are (their default text as ``text``)."""
+    return names.named_topics(names.resolve("topics", path, results=results))
+
+
+def _qrels(qrels: Qrels | Source) -> Qrels:
+    return read_qrels(qrels) if isinstance(qrels, str | Path) else qrels
+
+
+def _run(run: Run | Source) -> Run:
+    return read_run(run) if isinstance(run, str | Path) else run
 
 
 def write_qrels(qrels: Qrels, path: str | Path) -> int:
@@ -125,26 +171,28 @@ def bm25_search(
 
 
 def evaluate(
-    qrels: Qrels, run: Run, measures: Sequence[str], per_query: bool = False
+    qrels: Qrels | Source, run: Run | Source, measures: Sequence[str], per_query: bool = False
 ) -> dict[str, float] | dict[str, dict[str, float]]:
     """Each measure's mean over the qrels' queries (a query the run does not answer scores 0),
     as trec_eval computes it; measures are ir_measures names (``nDCG@10``, ``P@5``, ``AP``) or
     this package's sets (``arqmath``, ``beir``, ``cf``, ...). With ``per_query``, each
-    measure's score per query instead."""
-    evaluation = evaluate_run(qrels, run, measures)
+    measure's score per query instead. Qrels and run may be files or names, read as
+    :func:`read_qrels` and :func:`read_run` read them."""
+    evaluation = evaluate_run(_qrels(qrels), _run(run), measures)
     return evaluation.per_query if per_query else evaluation.aggregate
 
 
-def fuse(runs: Sequence[Run], method: str = "rrf", **params: object) -> Run:
-    """Fuse ``runs`` with a method of :data:`FUSION_METHODS` and its parameters (``rrf_k`` of
-    ``rrf``, ``alpha`` of ``linear``, ...), checked as the workflow checks them."""
-    return fuse_runs(method, runs, **params)
+def fuse(runs: Sequence[Run | Source], method: str = "rrf", **params: object) -> Run:
+    """Fuse ``runs`` (runs, files or names) with a method of :data:`FUSION_METHODS` and its
+    parameters (``rrf_k`` of ``rrf``, ``alpha`` of ``linear``, ...), checked as the workflow
+    checks them."""
+    return fuse_runs(method, [_run(run) for run in runs], **params)
 
 
 def crossvalidate(
-    dense: Run,
-    base: Run,
-    qrels: Qrels,
+    dense: Run | Source,
+    base: Run | Source,
+    qrels: Qrels | Source,
     measure: str,
     folds: int = 5,
     seed: int = PAPER_SEED,
@@ -152,8 +200,11 @@ def crossvalidate(
 ) -> dict:
     """Cross-validate ``alpha`` in ``alpha * dense + (1 - alpha) * base`` (min-max normalized)
     for ``measure``: ``alphas`` (the value chosen on the other folds, per fold),
-    ``mean_test_score`` and ``per_topic`` (each topic scored with its fold's alpha)."""
-    result = crossvalidate_linear(dense, base, qrels, [measure], alphas, folds, seed=seed)
+    ``mean_test_score`` and ``per_topic`` (each topic scored with its fold's alpha). Runs
+    and qrels may be files or names."""
+    result = crossvalidate_linear(
+        _run(dense), _run(base), _qrels(qrels), [measure], alphas, folds, seed=seed
+    )
     (validation,) = result.values()
     return {
         "alphas": validation.params,
@@ -163,9 +214,9 @@ def crossvalidate(
 
 
 def compare(
-    qrels: Qrels,
-    baseline: Run,
-    runs: Mapping[str, Run],
+    qrels: Qrels | Source,
+    baseline: Run | Source,
+    runs: Mapping[str, Run | Source],
     measures: Sequence[str],
     permutations: int = PERMUTATIONS,
     seed: int = RANDOMIZATION_SEED,
@@ -174,9 +225,9 @@ def compare(
     """Each of ``runs`` (name -> run) against ``baseline`` on each measure, on the queries both
     answer: scores, difference, paired t-test and randomization test p-values (Holm-adjusted
     across the runs of each measure with ``holm``), in the keys of ``hybrid-ir compare --format
-    json``."""
+    json``. Runs and qrels may be files or names."""
     table = compare_runs(
-        ("qrels", qrels), ("baseline", baseline), list(runs.items()), measures, permutations,
-        seed, holm,
+        ("qrels", _qrels(qrels)), ("baseline", _run(baseline)),
+        [(name, _run(run)) for name, run in runs.items()], measures, permutations, seed, holm,
     )  # fmt: skip
     return comparison_document(table)

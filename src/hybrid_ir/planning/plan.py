@@ -98,15 +98,18 @@ def load_plan(
     configfiles: Sequence[str | Path],
     overrides: Mapping[str, Any],
     schema: str | Path,
+    workflow_root: str | Path | None = None,
 ) -> tuple[Plan, dict[str, str]]:
     """Snakemake's merged ``config`` (filled in place: the configuration files' layers and the
     command line's ``overrides`` resolved, validated with the schema's defaults, published
     values filled) and its :class:`Plan`, with the pinned hub models (id -> revision) that the
-    local rule fetch_hub_model fetches before any job reads the cache."""
+    local rule fetch_hub_model fetches before any job reads the cache. ``workflow_root`` (the
+    workflow's folder, where it is not the working directory) gives the workflow's own files
+    the configuration names (:func:`hybrid_ir.config.workflow_files.with_workflow_files`)."""
     layers = config_layers(list(configfiles), overrides)
     resolve_overrides(config, layers)
     try:
-        validate_config(config, schema, source="config")
+        validate_config(config, schema, source="config", workflow_root=workflow_root)
         expected = load_expected(config["expected"])
         fill_published(config, expected)
         claims = claims_by_paper(config["claims"], config)
