@@ -1,11 +1,14 @@
-"""Shared fixtures: the raw-data mirror (for count checks on the real collections)."""
+"""Shared fixtures: the raw-data mirror (for count checks on the real collections), and the
+default configuration's plan (what the rules ask of it, tested without Snakemake)."""
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 REQUIRE_GPU_ENV = "HYBRID_IR_REQUIRE_GPU"
@@ -131,3 +134,24 @@ def extensions_dir() -> Path:
     the tests and the workflow runs first in a clone compiles them, once. torch keys each build
     by its sources and flags and locks it while it compiles."""
     return REPO / ".cache" / "torch_extensions"
+
+
+@pytest.fixture(scope="module")
+def plan():
+    """The default configuration's plan, as common.smk loads it (a module's tests may change a
+    deep copy of its configuration). Imported here, not at the top: every test process loads
+    this file, and tests check what some imports leave out."""
+    from hybrid_ir.config.claim_setups import claims_by_paper
+    from hybrid_ir.config.published import fill_published
+    from hybrid_ir.config.validation import validate_config
+    from hybrid_ir.data.fetch import load_manifest
+    from hybrid_ir.evaluation.checks import load_expected
+    from hybrid_ir.planning.plan import Plan
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+    validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
+    expected = load_expected([REPO / path for path in config["expected"]])
+    fill_published(config, expected)
+    claims = claims_by_paper([REPO / path for path in config["claims"]], config)
+    manifest = load_manifest(REPO / config["manifest"])
+    return Plan(copy.deepcopy(config), manifest, expected, claims, Path("/mirror"))

@@ -3,33 +3,17 @@ one-line errors a rule's input function raises."""
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
 
-from hybrid_ir.config.claim_setups import claims_by_paper
-from hybrid_ir.config.published import fill_published
 from hybrid_ir.config.validation import validate_config
-from hybrid_ir.data.fetch import load_manifest
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.evaluation.checks import load_expected
-from hybrid_ir.planning.plan import Plan, alternatives
+from hybrid_ir.planning.plan import alternatives
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def plan() -> Plan:
-    config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
-    validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
-    expected = load_expected([REPO / path for path in config["expected"]])
-    fill_published(config, expected)
-    claims = claims_by_paper([REPO / path for path in config["claims"]], config)
-    manifest = load_manifest(REPO / config["manifest"])
-    return Plan(copy.deepcopy(config), manifest, expected, claims, Path("/mirror"))
 
 
 def test_a_run_the_configuration_does_not_make_is_a_one_line_error(plan):

@@ -11,30 +11,13 @@ from pathlib import Path
 from types import SimpleNamespace as Wildcards
 
 import pytest
-import yaml
 
-from hybrid_ir.config.claim_setups import claims_by_paper
-from hybrid_ir.config.published import fill_published
-from hybrid_ir.config.validation import validate_config
-from hybrid_ir.data.fetch import load_manifest
 from hybrid_ir.errors import ConfigError
-from hybrid_ir.evaluation.checks import load_expected
 from hybrid_ir.planning.plan import Plan, report_category_of, report_labels_of
 from hybrid_ir.reports.html_report import BEYOND, paper_category
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "workflow" / "rules"
-
-
-@pytest.fixture(scope="module")
-def plan() -> Plan:
-    config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
-    validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
-    expected = load_expected([REPO / path for path in config["expected"]])
-    fill_published(config, expected)
-    claims = claims_by_paper([REPO / path for path in config["claims"]], config)
-    manifest = load_manifest(REPO / config["manifest"])
-    return Plan(copy.deepcopy(config), manifest, expected, claims, Path("/mirror"))
 
 
 def _changed(plan: Plan, change) -> Plan:
